@@ -1,0 +1,426 @@
+"""Loaders for the paper's four image benchmarks (26 partial domain-adaptation tasks).
+
+None of these datasets can be downloaded by this code: put each one under a *data root* (the
+``data_root`` argument, a ``--data-root DIR`` flag, or the ``SSOT_DATA_ROOT`` environment
+variable) in its standard released folder layout::
+
+    <root>/office31/{amazon,dslr,webcam}/images/<class>/*.jpg
+    <root>/officehome/{Art,Clipart,Product,Real_World}/<class>/*.jpg
+    <root>/imageclef/{c,i,p}/*.jpg   with   <root>/imageclef/list/{c,i,p}List.txt
+    <root>/visda2017/{train,validation}/<class>/*     (train = synthetic S, validation = real R)
+
+Image-list files
+----------------
+A list file holds one ``relative/path.jpg <label>`` pair per line (blank lines and lines starting
+with ``#`` are skipped). ``<label>`` must be the alphabetical class index used here (the position
+in ``DATASETS[name].classes``). For **any** dataset, a file ``<root>/<dataset>/list/<domain>.txt``
+or ``<root>/<dataset>/list/<domain>List.txt`` (``<domain>`` is the domain *folder* name, e.g.
+``amazon``, ``Real_World``, ``train``, ``c``), when it exists, is used instead of the folder scan.
+ImageCLEF-DA always needs its list files. A listed path is resolved, in order, relative to
+``<root>/<dataset>/``, relative to the list file's folder, and finally by its last two
+components relative to ``<root>/<dataset>/`` (released lists often carry foreign prefixes).
+
+Labels and partial targets
+--------------------------
+Labels are always the source's alphabetical class indices (Python ``sorted`` order of the class
+folder names). The source keeps all K classes (each must have at least one image); the target
+keeps only the samples of the dataset's partial target classes.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+from torchvision import transforms as T
+
+from ssot.data.base import TaskData
+from ssot.errors import ConfigError, DataError
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+DATA_ROOT_ENV = "SSOT_DATA_ROOT"
+EMBEDDED_TASK = "digits"
+
+Sample = tuple[Path, int]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Static description of one benchmark.
+
+    Attributes
+    ----------
+    name : folder name under the data root, e.g. ``"office31"``.
+    title : human name used in messages, e.g. ``"Office-31"``.
+    url : where the dataset is published.
+    domains : domain letter (as in task names) -> domain folder name.
+    classes : the K class names in label order (alphabetical, Python ``sorted``).
+    target_class_names : the classes kept in the (partial) target domain.
+    image_subdir : folder between the domain folder and the class folders (``"images"`` or ``""``).
+    layout : the released layout of one domain, ``{domain}`` standing for its folder name.
+    list_required : whether the domain must be described by a list file (ImageCLEF-DA).
+    """
+
+    name: str
+    title: str
+    url: str
+    domains: dict[str, str]
+    classes: tuple[str, ...]
+    target_class_names: tuple[str, ...]
+    image_subdir: str = ""
+    layout: str = "{domain}/<class>/*.jpg"
+    list_required: bool = False
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def target_classes(self) -> list[int]:
+        """Sorted label indices of the partial target classes."""
+        return sorted(self.classes.index(c) for c in self.target_class_names)
+
+    def describe_layout(self, folder: str) -> str:
+        """The expected layout of domain ``folder``, relative to the data root."""
+        return f"{self.name}/" + self.layout.format(domain=folder)
+
+
+@dataclass(frozen=True)
+class BenchmarkTask:
+    """One adaptation task: ``source`` and ``target`` are domain folder names of ``dataset``."""
+
+    name: str
+    dataset: str
+    source: str
+    target: str
+
+
+_OFFICE31_CLASSES = (
+    "back_pack bike bike_helmet bookcase bottle calculator desk_chair desk_lamp desktop_computer "
+    "file_cabinet headphones keyboard laptop_computer letter_tray mobile_phone monitor mouse mug "
+    "paper_notebook pen phone printer projector punchers ring_binder ruler scissors speaker "
+    "stapler tape_dispenser trash_can"
+).split()
+_OFFICEHOME_CLASSES = (
+    "Alarm_Clock Backpack Batteries Bed Bike Bottle Bucket Calculator Calendar Candles Chair "
+    "Clipboards Computer Couch Curtains Desk_Lamp Drill Eraser Exit_Sign Fan File_Cabinet "
+    "Flipflops Flowers Folder Fork Glasses Hammer Helmet Kettle Keyboard Knives Lamp_Shade Laptop "
+    "Marker Monitor Mop Mouse Mug Notebook Oven Pan Paper_Clip Pen Pencil Postit_Notes Printer "
+    "Push_Pin Radio Refrigerator Ruler Scissors Screwdriver Shelf Sink Sneakers Soda Speaker Spoon "
+    "TV Table Telephone ToothBrush Toys Trash_Can Webcam"
+).split()
+_IMAGECLEF_CLASSES = (
+    "aeroplane bike bird boat bottle bus car dog horse monitor motorbike people"
+).split()
+_VISDA_CLASSES = (
+    "aeroplane bicycle bus car horse knife motorcycle person plant skateboard train truck"
+).split()
+
+DATASETS: dict[str, DatasetSpec] = {
+    "office31": DatasetSpec(
+        name="office31", title="Office-31",
+        url="https://faculty.cc.gatech.edu/~judy/domainadapt/",
+        domains={"A": "amazon", "D": "dslr", "W": "webcam"},
+        classes=tuple(sorted(_OFFICE31_CLASSES)),
+        target_class_names=("back_pack", "bike", "calculator", "headphones", "keyboard",
+                            "laptop_computer", "monitor", "mouse", "mug", "projector"),
+        image_subdir="images", layout="{domain}/images/<class>/*.jpg",
+    ),
+    "imageclef": DatasetSpec(
+        name="imageclef", title="ImageCLEF-DA",
+        url="https://www.imageclef.org/2014/adaptation",
+        domains={"C": "c", "I": "i", "P": "p"},
+        classes=tuple(sorted(_IMAGECLEF_CLASSES)),
+        target_class_names=tuple(sorted(_IMAGECLEF_CLASSES)[:6]),
+        layout="{domain}/*.jpg with imageclef/list/{domain}List.txt", list_required=True,
+    ),
+    "officehome": DatasetSpec(
+        name="officehome", title="Office-Home",
+        url="https://www.hemanthdv.org/officeHomeDataset.html",
+        domains={"Ar": "Art", "Cl": "Clipart", "Pr": "Product", "Rw": "Real_World"},
+        classes=tuple(sorted(_OFFICEHOME_CLASSES)),
+        target_class_names=tuple(sorted(_OFFICEHOME_CLASSES)[:25]),
+    ),
+    "visda2017": DatasetSpec(
+        name="visda2017", title="VisDA-2017",
+        url="https://github.com/VisionLearningGroup/taskcv-2017-public",
+        domains={"S": "train", "R": "validation"},
+        classes=tuple(sorted(_VISDA_CLASSES)),
+        target_class_names=tuple(sorted(_VISDA_CLASSES)[:6]),
+        layout="{domain}/<class>/*",
+    ),
+}
+
+_TASK_PAIRS = {
+    "office31": ["A2W", "D2W", "W2D", "A2D", "D2A", "W2A"],
+    "imageclef": ["I2P", "P2I", "I2C", "C2I", "C2P", "P2C"],
+    "officehome": [f"{s}2{t}" for s in ("Ar", "Cl", "Pr", "Rw")
+                   for t in ("Ar", "Cl", "Pr", "Rw") if s != t],
+    "visda2017": ["S2R", "R2S"],
+}
+
+
+def _make_task(dataset: str, name: str) -> BenchmarkTask:
+    src, tgt = name.split("2")
+    domains = DATASETS[dataset].domains
+    return BenchmarkTask(name=name, dataset=dataset, source=domains[src], target=domains[tgt])
+
+
+TASKS: dict[str, BenchmarkTask] = {
+    name: _make_task(ds, name) for ds, names in _TASK_PAIRS.items() for name in names
+}
+VALID_TASK_NAMES: tuple[str, ...] = (EMBEDDED_TASK, *TASKS)
+
+
+def tasks_of(dataset_name: str) -> list[str]:
+    """Names of the tasks of one benchmark, e.g. ``tasks_of("visda2017") == ["S2R", "R2S"]``."""
+    if dataset_name not in DATASETS:
+        raise ConfigError(f"Unknown dataset {dataset_name!r}. Valid datasets: "
+                          f"{', '.join(DATASETS)}.")
+    return [name for name, task in TASKS.items() if task.dataset == dataset_name]
+
+
+def get_task(name: str) -> BenchmarkTask:
+    """Look up a benchmark task by name (case-insensitive: ``"ar2cl"`` is ``"Ar2Cl"``)."""
+    by_lower = {key.lower(): task for key, task in TASKS.items()}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    if name == EMBEDDED_TASK:
+        raise ConfigError(f"Task {name!r} is the embedded task, not an image benchmark; "
+                          "build it with the digits builder, not build_benchmark_task.")
+    raise ConfigError(f"Unknown task {name!r}. Valid tasks: {', '.join(VALID_TASK_NAMES)}.")
+
+
+def resolve_data_root(data_root: str | Path | None) -> Path:
+    """The data root: ``data_root`` if given, else ``$SSOT_DATA_ROOT``; it must exist."""
+    if data_root is None or str(data_root) == "":
+        data_root = os.environ.get(DATA_ROOT_ENV) or None
+    if data_root is None:
+        raise DataError(f"no data root: pass --data-root DIR or set {DATA_ROOT_ENV}")
+    root = Path(data_root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"data root {root} does not exist or is not a folder "
+                        f"(from --data-root or {DATA_ROOT_ENV}); point it at the folder that "
+                        "holds office31/, imageclef/, officehome/ or visda2017/")
+    return root
+
+
+def _missing(spec: DatasetSpec, path: Path, root: Path, folder: str) -> DataError:
+    """The one-line error for a missing dataset/domain folder or list file."""
+    return DataError(f"{spec.title} not found: expected {path} (layout "
+                     f"{root}/{spec.describe_layout(folder)}); {spec.title} is published at "
+                     f"{spec.url}")
+
+
+def _find_list_file(dataset_dir: Path, folder: str) -> Path | None:
+    for name in (f"{folder}.txt", f"{folder}List.txt"):
+        candidate = dataset_dir / "list" / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _resolve_listed_path(raw: str, base_dir: Path, list_dir: Path) -> Path | None:
+    rel = Path(raw.replace("\\", "/"))
+    last_two = Path(*rel.parts[-2:]) if len(rel.parts) >= 2 else rel
+    for candidate in (base_dir / rel, list_dir / rel, base_dir / last_two):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_image_list(list_file: str | Path, base_dir: str | Path,
+                    num_classes: int) -> list[Sample]:
+    """Parse an image-list file of ``relative/path.jpg <label>`` lines.
+
+    Parameters
+    ----------
+    list_file : the list file.
+    base_dir : folder the listed paths are relative to (see the module docstring for the
+        fallbacks).
+    num_classes : K; every label must lie in ``0 .. K-1``.
+
+    Returns
+    -------
+    list of (path, label), in file order.
+    """
+    list_file, base_dir = Path(list_file), Path(base_dir)
+    samples: list[Sample] = []
+    for lineno, line in enumerate(list_file.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.rsplit(maxsplit=1)
+        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+            raise DataError(f"{list_file}, line {lineno}: expected 'relative/path.jpg <label>', "
+                            f"got {line!r}")
+        raw, label = parts[0], int(parts[1])
+        if not 0 <= label < num_classes:
+            raise DataError(f"{list_file}, line {lineno}: label {label} is outside 0..."
+                            f"{num_classes - 1}")
+        path = _resolve_listed_path(raw, base_dir, list_file.parent)
+        if path is None:
+            raise DataError(f"{list_file}, line {lineno}: image {raw} not found (tried relative "
+                            f"to {base_dir}, to {list_file.parent}, and by its last two "
+                            "components)")
+        samples.append((path, label))
+    return samples
+
+
+def scan_class_folders(domain_dir: Path, spec: DatasetSpec) -> list[Sample]:
+    """All images of ``domain_dir/<class>/``, sorted by path; labels from ``spec.classes``."""
+    samples: list[Sample] = []
+    for class_dir in sorted(p for p in domain_dir.iterdir() if p.is_dir()):
+        if class_dir.name.startswith("."):
+            continue
+        if class_dir.name not in spec.classes:
+            raise DataError(f"unknown class folder {class_dir}: class folder names must be one "
+                            f"of the {spec.num_classes} {spec.title} classes listed in "
+                            f"ssot.data.benchmarks.DATASETS[{spec.name!r}].classes "
+                            f"(e.g. {', '.join(spec.classes[:3])}, ...)")
+        label = spec.classes.index(class_dir.name)
+        samples += [(p, label) for p in sorted(class_dir.iterdir())
+                    if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS]
+    return samples
+
+
+def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Sample]:
+    """Every sample of one domain (all classes), from its list file or its class folders.
+
+    Raises
+    ------
+    DataError : the dataset folder, domain folder or required list file is missing, or the
+        domain holds no image.
+    """
+    dataset_dir = root / spec.name
+    if not dataset_dir.is_dir():
+        raise _missing(spec, dataset_dir, root, folder)
+    list_file = _find_list_file(dataset_dir, folder)
+    if list_file is not None:
+        samples = load_image_list(list_file, dataset_dir, spec.num_classes)
+        origin = list_file
+    elif spec.list_required:
+        raise _missing(spec, dataset_dir / "list" / f"{folder}List.txt", root, folder)
+    else:
+        domain_dir = dataset_dir / folder / spec.image_subdir
+        if not domain_dir.is_dir():
+            raise _missing(spec, domain_dir, root, folder)
+        samples, origin = scan_class_folders(domain_dir, spec), domain_dir
+    if not samples:
+        raise DataError(f"no images in {origin}; expected layout "
+                        f"{root}/{spec.describe_layout(folder)}")
+    return samples
+
+
+def _check_all_classes(samples: list[Sample], spec: DatasetSpec, where: Path) -> None:
+    present = {label for _, label in samples}
+    missing = [c for k, c in enumerate(spec.classes) if k not in present]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise DataError(f"source domain {where} has no images for {len(missing)} of the "
+                        f"{spec.num_classes} classes ({shown}); the source needs every class")
+
+
+class ImageSampleDataset(Dataset):
+    """A torch ``Dataset`` over ``(path, label)`` pairs: item ``i`` is ``(transform(img), label)``.
+
+    Attributes
+    ----------
+    samples : the ``(path, label)`` pairs.
+    targets : the labels alone (no image is opened), e.g. for class frequencies.
+    """
+
+    def __init__(self, samples: list[Sample], transform: Callable[[Image.Image], torch.Tensor]):
+        self.samples = list(samples)
+        self.targets = [label for _, label in self.samples]
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        path, label = self.samples[index]
+        return self.transform(load_rgb(path)), label
+
+
+def load_rgb(path: Path) -> Image.Image:
+    """Open an image as RGB; an unreadable file raises a one-line :class:`DataError`."""
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataError(f"cannot read image {path}: {reason}; remove or replace the file") from exc
+
+
+def _check_sizes(image_size: int, resize_size: int) -> None:
+    if not isinstance(image_size, int) or image_size < 1:
+        raise ConfigError(f"The 'image_size' parameter must be a positive int. "
+                          f"Got {image_size!r} instead.")
+    if not isinstance(resize_size, int) or resize_size < image_size:
+        raise ConfigError(f"The 'resize_size' parameter must be an int >= image_size "
+                          f"({image_size}). Got {resize_size!r} instead.")
+
+
+def train_transform(image_size: int = 224) -> Callable[[Image.Image], torch.Tensor]:
+    """RandomResizedCrop + horizontal flip + ImageNet normalisation."""
+    return T.Compose([T.RandomResizedCrop(image_size), T.RandomHorizontalFlip(), T.ToTensor(),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
+def eval_transform(image_size: int = 224,
+                   resize_size: int = 256) -> Callable[[Image.Image], torch.Tensor]:
+    """Resize + CenterCrop + ImageNet normalisation."""
+    return T.Compose([T.Resize(resize_size), T.CenterCrop(image_size), T.ToTensor(),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
+def build_benchmark_task(task: str, data_root: str | Path | None = None, *,
+                         image_size: int = 224, resize_size: int = 256) -> TaskData:
+    """Build one of the 26 benchmark tasks from images under the data root.
+
+    Parameters
+    ----------
+    task : task name, e.g. ``"A2W"``, ``"P2I"``, ``"Ar2Cl"``, ``"S2R"``.
+    data_root : data root; ``None`` reads ``$SSOT_DATA_ROOT``.
+    image_size : side of the square crops fed to the network.
+    resize_size : side the evaluation transform resizes to before its centre crop.
+
+    Returns
+    -------
+    TaskData with the source (all classes) and the target (partial classes only), each wrapped
+    twice: with the training and with the evaluation transform.
+
+    Raises
+    ------
+    ConfigError : unknown task name or bad sizes.
+    DataError : missing data root, dataset, domain, list file, class or unknown class folder.
+    """
+    spec_task = get_task(task)
+    _check_sizes(image_size, resize_size)
+    root = resolve_data_root(data_root)
+    spec = DATASETS[spec_task.dataset]
+    source = find_domain_samples(root, spec, spec_task.source)
+    _check_all_classes(source, spec, root / spec.name / spec_task.source)
+    keep = set(spec.target_classes)
+    target = [s for s in find_domain_samples(root, spec, spec_task.target) if s[1] in keep]
+    if not target:
+        raise DataError(f"target domain {root / spec.name / spec_task.target} has no images of "
+                        f"the target classes ({', '.join(spec.target_class_names)})")
+    train_tf, eval_tf = train_transform(image_size), eval_transform(image_size, resize_size)
+    return TaskData(
+        name=spec_task.name,
+        source=ImageSampleDataset(source, train_tf),
+        source_eval=ImageSampleDataset(source, eval_tf),
+        target=ImageSampleDataset(target, train_tf),
+        target_eval=ImageSampleDataset(target, eval_tf),
+        class_names=list(spec.classes),
+        target_classes=spec.target_classes,
+        input_shape=(3, image_size, image_size),
+    )
