@@ -1,0 +1,342 @@
+"""The SSOT training loop: source pretraining, then alternating g-ascent / feature-descent.
+
+One adaptation iteration (Algorithm 1 of the paper, with the decisions of :mod:`ssot.config`):
+
+1. forward a source batch and a target batch through ``f`` and ``eta`` (one pass, gradients on);
+2. cost ``C``, soft mask ``S``, masked cost ``S * C``; weights ``w_i = m_{y_i} / sum m``;
+3. **g step**: with features and predictions detached, ``g`` ascends ``H`` (``g_steps`` times);
+4. **feature step**: with ``g`` frozen, ``f`` and ``eta`` descend
+   ``L = L_CE + lambda_OT * H + lambda_Ent * L_Ent``.
+
+``p_t`` (mean target prediction) and the class weights ``m`` come from the evaluation pass at the
+end of each epoch (``pt_refresh = 0``) or from a dedicated pass every ``pt_refresh`` iterations.
+
+The reported accuracy of a run is the target accuracy at its *last* epoch: picking the best
+epoch would use target labels, which an unsupervised method cannot see.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from ssot import ot
+from ssot.config import SSOTConfig
+from ssot.data import TaskData, build_task
+from ssot.errors import ConfigError, DivergedError
+from ssot.models import build_models
+
+EpochCallback = Callable[[dict[str, Any]], None]
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; ``cuda`` without a GPU is a clear error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("The 'device' parameter is 'cuda' but no CUDA GPU is visible. Use --device cpu or auto.")
+    return torch.device(name)
+
+
+def dataset_labels(ds: Dataset) -> torch.Tensor:
+    """All labels of a dataset without loading its inputs when the dataset allows it."""
+    if isinstance(ds, Subset):
+        return dataset_labels(ds.dataset)[torch.as_tensor(ds.indices)]
+    if hasattr(ds, "tensors"):
+        return ds.tensors[1].long()
+    if hasattr(ds, "targets"):
+        return torch.as_tensor(list(ds.targets), dtype=torch.long)
+    return torch.tensor([int(ds[i][1]) for i in range(len(ds))], dtype=torch.long)
+
+
+def _finite(name: str, value: float, where: str) -> float:
+    if not math.isfinite(value):
+        raise DivergedError(f"non-finite {name} ({value}) {where}")
+    return value
+
+
+class Trainer:
+    """Owns the three networks, their optimisers and the run record of one SSOT run.
+
+    Parameters
+    ----------
+    config : the validated run configuration.
+    task : the data; built from ``config`` when omitted.
+    progress : show a progress bar per epoch (tqdm).
+    """
+
+    def __init__(self, config: SSOTConfig, task: TaskData | None = None, *, progress: bool = False):
+        self.config = config
+        self.progress = progress
+        self.device = resolve_device(config.device)
+        _seed_everything(config.seed)
+        self.task = task if task is not None else build_task(config)
+        K = self.task.num_classes
+        input_dim = self.task.input_shape[0] if config.backbone == "features" else None
+        f, eta, g = build_models(config, K, input_dim)
+        self.f, self.eta, self.g = f.to(self.device), eta.to(self.device), g.to(self.device)
+
+        self.source_labels = dataset_labels(self.task.source)
+        self.p_s = ot.label_frequencies(self.source_labels, K).to(self.device)
+        self.outliers = torch.tensor(self.task.outlier_classes, dtype=torch.long, device=self.device)
+        self.m = torch.ones(K, device=self.device)
+        self.p_t = torch.full((K,), 1.0 / K, device=self.device)
+
+        gen = torch.Generator().manual_seed(config.seed)
+        n_src = len(self.task.source_eval)
+        k = n_src if config.source_eval_samples == 0 else min(n_src, config.source_eval_samples)
+        self.source_eval_subset = Subset(self.task.source_eval, torch.randperm(n_src, generator=gen)[:k].tolist())
+
+        self.opt_fe = self._adam(config.lr)
+        self.opt_g = torch.optim.Adam(self.g.parameters(), lr=config.lr_g)
+        self.epoch = 0
+        self.record: dict[str, Any] = {
+            "config": config.to_dict(),
+            "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
+                     "target_classes": self.task.target_classes, "n_source": n_src, "n_target": len(self.task.target)},
+            "source_outlier_share": float(self.p_s[self.outliers].sum()) if len(self.outliers) else 0.0,
+            "source_only_target_acc": None,
+            "source_only": None,
+            "epochs": [],
+            "status": "running",
+            "reason": None,
+        }
+
+    # ------------------------------------------------------------------ helpers
+    def _adam(self, lr: float) -> torch.optim.Adam:
+        mult = self.config.backbone_lr_mult if (self.config.backbone == "resnet50" and self.config.pretrained) else 1.0
+        groups = [
+            {"params": list(self.f.backbone.parameters()), "lr": lr * mult},
+            {"params": list(self.f.bottleneck.parameters()) + list(self.eta.parameters()), "lr": lr},
+        ]
+        groups = [g for g in groups if g["params"]]
+        return torch.optim.Adam(groups, lr=lr, weight_decay=self.config.weight_decay)
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.config.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _loader(self, ds: Dataset, *, train: bool, seed: int = 0) -> DataLoader:
+        cfg = self.config
+        kwargs: dict[str, Any] = {"num_workers": cfg.num_workers, "pin_memory": self.device.type == "cuda"}
+        if cfg.num_workers > 0:
+            kwargs["persistent_workers"] = False
+        if train:
+            gen = torch.Generator().manual_seed(seed)
+            return DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, drop_last=len(ds) >= cfg.batch_size, generator=gen, **kwargs)
+        return DataLoader(ds, batch_size=cfg.eval_batch_size, shuffle=False, **kwargs)
+
+    def _batches(self, ds: Dataset, seed: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Endless shuffled batches, deterministic given ``seed`` (so a resumed epoch repeats exactly)."""
+        loader = self._loader(ds, train=True, seed=seed)
+        while True:
+            for x, y in loader:
+                yield x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+
+    def _forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with self._autocast():
+            feats = self.f(x)
+            logits = self.eta(feats)
+        return feats.float(), logits.float()
+
+    @torch.no_grad()
+    def predict(self, ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
+        """Class probabilities and labels of every sample of ``ds`` (batched, no gradients)."""
+        was_training = self.f.training
+        self.f.eval(); self.eta.eval()
+        probs, labels = [], []
+        for x, y in self._loader(ds, train=False):
+            _, logits = self._forward(x.to(self.device, non_blocking=True))
+            probs.append(torch.softmax(logits, dim=1))
+            labels.append(y.to(self.device))
+        self.f.train(was_training); self.eta.train(was_training)
+        return torch.cat(probs), torch.cat(labels)
+
+    def _set_class_weights(self, p_t: torch.Tensor) -> None:
+        self.p_t = p_t
+        self.m = ot.class_weights(p_t, self.p_s) if self.config.use_class_weights else torch.ones_like(p_t)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self) -> dict[str, Any]:
+        """Target accuracy (overall, per class), source accuracy, ``p_t`` statistics.
+
+        Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate).
+        """
+        probs, labels = self.predict(self.task.target_eval)
+        pred = probs.argmax(1)
+        p_t = probs.mean(0)
+        self._set_class_weights(p_t)
+        names = self.task.class_names
+        per_class = {names[k]: float((pred[labels == k] == k).float().mean()) for k in self.task.target_classes if (labels == k).any()}
+        sprobs, slabels = self.predict(self.source_eval_subset)
+        return {
+            "target_acc": float((pred == labels).float().mean()),
+            "source_acc": float((sprobs.argmax(1) == slabels).float().mean()),
+            "per_class_acc": per_class,
+            "outlier_mass": float(p_t[self.outliers].sum()) if len(self.outliers) else 0.0,
+            "n_pred_classes": int(pred.unique().numel()),
+            "class_weights": [float(v) for v in self.m],
+        }
+
+    # ------------------------------------------------------------------ pretraining
+    def pretrain(self) -> dict[str, Any]:
+        """Source-only cross-entropy training, then the source-only evaluation."""
+        cfg = self.config
+        opt = self._adam(cfg.lr_pretrain)
+        self.f.train(); self.eta.train()
+        for ep in range(cfg.pretrain_epochs):
+            loader = self._loader(self.task.source, train=True, seed=cfg.seed * 100_003 + 7919 + ep)
+            for x, y in self._bar(loader, f"pretrain {ep + 1}/{cfg.pretrain_epochs}"):
+                x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+                _, logits = self._forward(x)
+                loss = F.cross_entropy(logits, y)
+                _finite("pretraining loss", loss.item(), f"in pretraining epoch {ep + 1}")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+        metrics = self.evaluate()
+        self.record["source_only"] = metrics
+        self.record["source_only_target_acc"] = metrics["target_acc"]
+        return metrics
+
+    # ------------------------------------------------------------------ adaptation
+    def iterations_per_epoch(self) -> int:
+        cfg = self.config
+        return cfg.iters_per_epoch or max(1, len(self.task.source) // cfg.batch_size)
+
+    def adapt_epoch(self) -> dict[str, Any]:
+        """One adaptation epoch followed by its evaluation; returns the epoch's metrics."""
+        cfg = self.config
+        self.epoch += 1
+        start = time.perf_counter()
+        seed = cfg.seed * 100_003 + self.epoch
+        src, tgt = self._batches(self.task.source, seed), self._batches(self.task.target, seed + 50_000)
+        sums = {k: 0.0 for k in ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")}
+        n_iter = self.iterations_per_epoch()
+        self.f.train(); self.eta.train(); self.g.train()
+        for it in self._bar(range(n_iter), f"epoch {self.epoch}/{cfg.epochs}"):
+            if cfg.pt_refresh and it > 0 and it % cfg.pt_refresh == 0:
+                self._set_class_weights(self.predict(self.task.target_eval)[0].mean(0))
+            (xs, ys), (xt, _) = next(src), next(tgt)
+            losses = self.step(xs, ys, xt)
+            where = f"at epoch {self.epoch}, iteration {it + 1}"
+            for k, v in losses.items():
+                sums[k] += _finite(k, v, where)
+        metrics = {"epoch": self.epoch, **{k: v / n_iter for k, v in sums.items()}, **self.evaluate()}
+        metrics["time_s"] = time.perf_counter() - start
+        self.record["epochs"].append(metrics)
+        return metrics
+
+    def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor) -> dict[str, float]:
+        """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt``."""
+        cfg = self.config
+        bs = xs.shape[0]
+        feats, logits = self._forward(torch.cat([xs, xt]))
+        fs, ft = feats[:bs], feats[bs:]
+        probs = torch.softmax(logits, dim=1)
+        ps, pt = probs[:bs], probs[bs:]
+        cost = ot.cost_matrix(fs, ft)
+        w = ot.source_weights(self.m, ys)
+
+        def masked(c: torch.Tensor, p_s: torch.Tensor, p_t: torch.Tensor) -> torch.Tensor:
+            return c * (cfg.mask_scale * ot.soft_mask(p_s, p_t)) if cfg.use_mask else c
+
+        # (a) g ascends H with f and eta fixed: every input is detached.
+        cost_d = masked(cost.detach(), ps.detach(), pt.detach())
+        ft_d = ft.detach()
+        h_before = float("nan")
+        for k in range(cfg.g_steps):
+            h = ot.semi_dual(cost_d, self.g(ft_d), w, cfg.eps)
+            if k == 0:
+                h_before = h.item()
+            self.opt_g.zero_grad(set_to_none=True)
+            (-h).backward()
+            self.opt_g.step()
+
+        # (b) f and eta descend L with g fixed (its parameters get no gradient).
+        self.g.requires_grad_(False)
+        try:
+            cost_m = masked(cost, ps, pt) if cfg.mask_grad else masked(cost, ps.detach(), pt.detach())
+            loss_ot = ot.semi_dual(cost_m, self.g(ft), w, cfg.eps)
+            loss_ce = (self.m[ys] * F.cross_entropy(logits[:bs], ys, reduction="none")).mean()
+            loss_ent = ot.entropy(pt)
+            loss = loss_ce + cfg.lambda_ot * loss_ot + cfg.lambda_ent * loss_ent
+            if not torch.isfinite(loss):
+                return _values(loss, loss_ce, loss_ot, loss_ent, h_before)
+            self.opt_fe.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt_fe.step()
+        finally:
+            self.g.requires_grad_(True)
+        if cfg.g_steps == 0:
+            h_before = loss_ot.item()
+        return _values(loss, loss_ce, loss_ot, loss_ent, h_before)
+
+    # ------------------------------------------------------------------ the whole run
+    def fit(self, on_epoch: EpochCallback | None = None) -> dict[str, Any]:
+        """Pretrain (unless restored past it), adapt to ``config.epochs``, return the run record.
+
+        ``on_epoch`` is called with each epoch's metrics. A diverged run ends with status
+        ``diverged`` and its reason in the record instead of raising.
+        """
+        try:
+            if self.record["source_only"] is None:
+                self.pretrain()
+            while self.epoch < self.config.epochs:
+                metrics = self.adapt_epoch()
+                if on_epoch is not None:
+                    on_epoch(metrics)
+            self.record["status"] = "completed"
+        except DivergedError as exc:
+            self.record["status"], self.record["reason"] = "diverged", exc.reason
+        return self.record
+
+    def _bar(self, iterable: Any, desc: str) -> Any:
+        if not self.progress:
+            return iterable
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue the run exactly at an epoch boundary."""
+        return {
+            "f": self.f.state_dict(), "eta": self.eta.state_dict(), "g": self.g.state_dict(),
+            "opt_fe": self.opt_fe.state_dict(), "opt_g": self.opt_g.state_dict(),
+            "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": self.record,
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.f.load_state_dict(state["f"]); self.eta.load_state_dict(state["eta"]); self.g.load_state_dict(state["g"])
+        self.opt_fe.load_state_dict(state["opt_fe"]); self.opt_g.load_state_dict(state["opt_g"])
+        self._set_class_weights(state["p_t"].to(self.device))
+        self.epoch = int(state["epoch"])
+        self.record = state["record"]
+        torch.set_rng_state(state["torch_rng"])
+
+
+def _values(total: torch.Tensor, ce: torch.Tensor, ot_loss: torch.Tensor, ent: torch.Tensor, h: float) -> dict[str, float]:
+    return {"loss_total": total.item(), "loss_ce": ce.item(), "loss_ot": ot_loss.item(), "loss_ent": ent.item(), "ot_value": h}
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def run(config: SSOTConfig, *, task: TaskData | None = None, on_epoch: EpochCallback | None = None,
+        progress: bool = False) -> dict[str, Any]:
+    """Train one SSOT run and return its run record (see README, "The run record")."""
+    return Trainer(config, task, progress=progress).fit(on_epoch)
