@@ -1,0 +1,389 @@
+"""Plotly figure builders. Each one only draws an info object or frame from ``analysis.frames``.
+
+All figures are plain SVG traces (no WebGL), so they render in any browser, headless ones and
+static exports included. Accuracies are shown in percent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
+
+from analysis.experiments import ParamSpec
+from analysis.frames import MODE_LABELS, HeatmapInfo, Mode, format_value
+from analysis.importance import ImportanceInfo
+
+__all__ = [
+    "PARAM_LABELS",
+    "param_label",
+    "heatmap_figure",
+    "learning_curves_figure",
+    "parallel_figure",
+    "importance_figure",
+]
+
+#: Axis titles of the known hyperparameters (Plotly's HTML subset).
+PARAM_LABELS: dict[str, str] = {
+    "lambda_ot": "λ<sub>OT</sub>",
+    "lambda_ent": "λ<sub>Ent</sub>",
+    "eps": "ε",
+    "potential_width": "potential width",
+}
+
+COLORSCALE = "Viridis"
+
+#: Line colour and marker of each trial status in the learning curves.
+STATUS_STYLE: dict[str, dict[str, str]] = {
+    "completed": {"color": "#1f77b4", "symbol": "circle", "end": ""},
+    "early-stopped": {"color": "#ff7f0e", "symbol": "x", "end": "stopped by ASHA"},
+    "diverged": {"color": "#d62728", "symbol": "diamond-x", "end": "diverged"},
+    "errored": {"color": "#7f7f7f", "symbol": "square-x", "end": "errored"},
+    "running": {"color": "#2ca02c", "symbol": "triangle-right", "end": "still running"},
+}
+
+_FONT = {"family": "Helvetica, Arial, sans-serif", "size": 13}
+
+
+def param_label(param: str) -> str:
+    """The display name of a hyperparameter."""
+    return PARAM_LABELS.get(param, param)
+
+
+def _title(text: str, subtitle: str = "") -> dict[str, Any]:
+    full = f"{text}<br><sup>{subtitle}</sup>" if subtitle else text
+    return {"text": full, "x": 0.0, "xanchor": "left", "font": {"size": 15}}
+
+
+def _empty_figure(title: str, subtitle: str, message: str) -> go.Figure:
+    """A figure that says why it has nothing to draw."""
+    figure = go.Figure()
+    figure.add_annotation(
+        text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+        font={"size": 14, "color": "#555"},
+    )
+    figure.update_layout(
+        title=_title(title, subtitle), xaxis={"visible": False}, yaxis={"visible": False},
+        template="plotly_white", font=_FONT, height=420, margin={"t": 70},
+    )
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Heatmap
+# --------------------------------------------------------------------------------------------
+
+
+def _cell_hover(info: HeatmapInfo, cy: int, cx: int) -> str:
+    x, y = info.x, info.y
+    head = f"{x.param} {x.labels[cx]}<br>{y.param} {y.labels[cy]}"
+    if info.count[cy, cx] == 0:
+        return f"{head}<br>no trial"
+    return (
+        f"{head}<br>best acc {100 * info.best[cy, cx]:.2f}%"
+        f"<br>mean acc {100 * info.mean[cy, cx]:.2f}%"
+        f"<br>trials {info.count[cy, cx]}"
+        f"<br>best trial {info.best_trial[cy, cx]}<br>{info.best_config[cy, cx]}"
+    )
+
+
+def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = True) -> go.Figure:
+    """Draw a sensitivity heatmap: each cell's best accuracy, its best trial marked with a star.
+
+    Parameters
+    ----------
+    info : HeatmapInfo
+        From ``heatmap_info``.
+    title : str
+        Figure title (the mode's label is added below it).
+    show_values : bool
+        Print each cell's best accuracy in it, as in the paper's figure.
+
+    Notes
+    -----
+    Cells without a trial are blank (NaN), never interpolated. Hover shows the cell's best and
+    mean accuracy, its number of trials, and its best trial's id and config.
+    """
+    subtitle = MODE_LABELS[info.mode]
+    if info.n_trials == 0:
+        return _empty_figure(title, subtitle, "no trial in this view")
+    hover = [[_cell_hover(info, cy, cx) for cx in range(len(info.x))] for cy in range(len(info.y))]
+    heatmap = go.Heatmap(
+        z=100 * info.best, x=list(info.x.labels), y=list(info.y.labels), customdata=hover,
+        hovertemplate="%{customdata}<extra></extra>", hoverongaps=False,
+        colorscale=COLORSCALE, colorbar={"title": {"text": "target acc (%)", "side": "right"}},
+        texttemplate="%{z:.1f}" if show_values else None, xgap=1, ygap=1,
+        name="cells",
+    )
+    figure = go.Figure(heatmap)
+    if info.best_cell is not None:
+        cy, cx = info.best_cell
+        figure.add_trace(
+            go.Scatter(
+                x=[info.x.labels[cx]], y=[info.y.labels[cy]], mode="markers", name="best trial",
+                marker={"symbol": "star", "size": 24, "color": "rgba(255,255,255,0)",
+                        "line": {"color": "#e6194b", "width": 2.5}},
+                hovertext=[f"best trial {info.best_trial_id}<br>{_cell_hover(info, cy, cx)}"],
+                hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+            )
+        )
+    notes = []
+    if info.n_unplaced:
+        notes.append(f"{info.n_unplaced} trial(s) off the axes not shown")
+    for axis in (info.x, info.y):
+        if axis.kind == "log":
+            notes.append(f"{axis.param}: log bins, a value on an edge is in the cell it opens")
+    figure.update_layout(
+        title=_title(title, subtitle), template="plotly_white", font=_FONT,
+        xaxis={"title": {"text": param_label(info.x.param)}, "type": "category",
+               "categoryorder": "array", "categoryarray": list(info.x.labels)},
+        yaxis={"title": {"text": param_label(info.y.param)}, "type": "category",
+               "categoryorder": "array", "categoryarray": list(info.y.labels)},
+        height=460, margin={"t": 70, "b": 80 if notes else 60},
+    )
+    if notes:
+        figure.add_annotation(
+            text="; ".join(notes), x=0, y=-0.22, xref="paper", yref="paper", showarrow=False,
+            xanchor="left", font={"size": 10, "color": "#666"},
+        )
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Learning curves
+# --------------------------------------------------------------------------------------------
+
+
+def _with_gaps(curves: pd.DataFrame, columns: Sequence[str]) -> dict[str, list[Any]]:
+    """Concatenate per-trial lines into one trace, separated by None gaps."""
+    out: dict[str, list[Any]] = {c: [] for c in columns}
+    for _, trial in curves.groupby("trial_id", sort=False):
+        for column in columns:
+            out[column].extend(trial[column].tolist() + [None])
+    return out
+
+
+def learning_curves_figure(curves: pd.DataFrame, max_epochs: int, title: str = "") -> go.Figure:
+    """Target accuracy per epoch of every trial, coloured by status.
+
+    The last epoch of an early-stopped trial carries an ``x`` (ASHA's stop), that of a diverged
+    or errored trial its own marker; hovering a line shows the trial id and its config.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        From ``learning_curves``.
+    max_epochs : int
+        The search's last epoch (a dotted line).
+    title : str
+        Figure title.
+    """
+    subtitle = "target accuracy per epoch of every trial; markers: where a trial stopped"
+    if curves.empty:
+        return _empty_figure(title, subtitle, "no epoch recorded")
+    figure = go.Figure()
+    for status, style in STATUS_STYLE.items():
+        group = curves[curves["status"] == status]
+        if group.empty:
+            continue
+        n_trials = group["trial_id"].nunique()
+        line = _with_gaps(group, ["epoch", "target_acc", "trial_id", "config"])
+        acc = [None if v is None else 100 * v for v in line["target_acc"]]
+        figure.add_trace(
+            go.Scatter(
+                x=line["epoch"], y=acc, mode="lines", name=f"{status} ({n_trials})",
+                legendgroup=status, line={"color": style["color"], "width": 1.2},
+                opacity=0.55, customdata=list(zip(line["trial_id"], line["config"])),
+                hovertemplate=(
+                    "trial %{customdata[0]}<br>epoch %{x}: %{y:.2f}%<br>%{customdata[1]}"
+                    f"<extra>{status}</extra>"
+                ),
+            )
+        )
+        if style["end"]:
+            ends = group[group["is_last"]]
+            figure.add_trace(
+                go.Scatter(
+                    x=ends["epoch"], y=100 * ends["target_acc"], mode="markers",
+                    name=style["end"], legendgroup=status, showlegend=True,
+                    marker={"symbol": style["symbol"], "size": 9, "color": style["color"],
+                            "line": {"width": 1, "color": style["color"]}},
+                    customdata=np.stack([ends["trial_id"], ends["config"]], axis=-1),
+                    hovertemplate=(
+                        "trial %{customdata[0]}<br>" + style["end"] + " after epoch %{x}"
+                        "<br>acc %{y:.2f}%<br>%{customdata[1]}<extra></extra>"
+                    ),
+                )
+            )
+    if max_epochs:
+        figure.add_vline(x=max_epochs, line={"dash": "dot", "color": "#999", "width": 1})
+    figure.update_layout(
+        title=_title(title, subtitle), template="plotly_white", font=_FONT, height=460,
+        xaxis={"title": {"text": "epoch"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "target accuracy (%)"}}, hovermode="closest",
+        legend={"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
+        margin={"t": 70},
+    )
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Parallel coordinates
+# --------------------------------------------------------------------------------------------
+
+
+def _axis_scale(
+    spec: ParamSpec, values: pd.Series
+) -> tuple[np.ndarray, list[tuple[float, str]]]:
+    """Positions in [0, 1] of ``values`` on a parameter's axis, and its (position, label) ticks."""
+    if spec.kind in ("grid", "categorical"):
+        choices = list(spec.values)
+        extra = [v for v in pd.unique(values) if not any(_same(v, c) for c in choices)]
+        choices += sorted(extra, key=str)
+        n = max(len(choices) - 1, 1)
+        index = [next(i for i, c in enumerate(choices) if _same(v, c)) for v in values]
+        return np.asarray(index, dtype=float) / n, [(i / n, format_value(c)) for i, c in enumerate(choices)]
+    numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    low = min(float(spec.low), float(np.nanmin(numeric)))  # type: ignore[arg-type]
+    high = max(float(spec.high), float(np.nanmax(numeric)))  # type: ignore[arg-type]
+    if spec.kind == "log":
+        lo, hi = math.log10(low), math.log10(high)
+        span = (hi - lo) or 1.0
+        tick_list = [
+            ((k - lo) / span, format_value(float(f"1e{k}")))
+            for k in range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1)
+        ]
+        return (np.log10(numeric) - lo) / span, tick_list
+    span = (high - low) or 1.0
+    tick_list = [((v - low) / span, format_value(v)) for v in np.linspace(low, high, 5)]
+    return (numeric - low) / span, tick_list
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def parallel_figure(
+    results: pd.DataFrame, space: Mapping[str, ParamSpec], mode: Mode, title: str = "",
+    n_colors: int = 8,
+) -> go.Figure:
+    """Parallel coordinates of the searched hyperparameters to the accuracy.
+
+    Each trial is a line across one vertical axis per hyperparameter (log axes in decades) and a
+    last axis of accuracy, coloured by accuracy; the best trials are drawn on top. Hovering a
+    vertex shows the trial id and its config.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From ``final_results``.
+    space : Mapping of str to ParamSpec
+        The experiment's space.
+    mode : {"final", "best"}
+        The view ``results`` was selected under (for the subtitle).
+    title : str
+        Figure title.
+    n_colors : int
+        Lines are drawn in this many colour steps of the colour scale.
+    """
+    params = [p for p, s in space.items() if s.searched and p in results]
+    if results.empty or not params:
+        return _empty_figure(title, MODE_LABELS[mode], "no trial in this view")
+    results = results.sort_values("acc")
+    acc = 100 * results["acc"].to_numpy(dtype=float)
+    acc_low, acc_high = float(acc.min()), float(acc.max())
+    acc_span = (acc_high - acc_low) or 1.0
+    columns, ticks = [], []
+    for param in params:
+        position, axis_ticks = _axis_scale(space[param], results[param])
+        columns.append(position)
+        ticks.append(axis_ticks)
+    columns.append((acc - acc_low) / acc_span)
+    ticks.append([((v - acc_low) / acc_span, f"{v:.1f}") for v in np.linspace(acc_low, acc_high, 5)])
+    names = [param_label(p) for p in params] + ["target acc (%)"]
+    matrix = np.stack(columns, axis=1)
+    level = np.minimum(((acc - acc_low) / acc_span * n_colors).astype(int), n_colors - 1)
+    colors = sample_colorscale(COLORSCALE, [(i + 0.5) / n_colors for i in range(n_colors)])
+    figure = go.Figure()
+    x_positions = list(range(len(names)))
+    hover_rows = [
+        f"trial {t}<br>acc {a:.2f}%<br>{c}"
+        for t, a, c in zip(results["trial_id"], acc, results["config"])
+    ]
+    for step in range(n_colors):
+        rows = np.flatnonzero(level == step)
+        if not len(rows):
+            continue
+        xs: list[Any] = []
+        ys: list[Any] = []
+        texts: list[Any] = []
+        for row in rows:
+            xs += x_positions + [None]
+            ys += matrix[row].tolist() + [None]
+            texts += [hover_rows[row]] * len(names) + [None]
+        figure.add_trace(
+            go.Scatter(
+                x=xs, y=ys, mode="lines+markers", line={"color": colors[step], "width": 1.5},
+                marker={"size": 4, "color": colors[step]}, opacity=0.75, hovertext=texts,
+                hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+            )
+        )
+    figure.add_trace(  # invisible markers that carry the colour bar
+        go.Scatter(
+            x=[x_positions[-1]] * len(acc), y=matrix[:, -1], mode="markers", showlegend=False,
+            marker={"size": 7, "color": acc, "colorscale": COLORSCALE, "showscale": True,
+                    "colorbar": {"title": {"text": "target acc (%)"}}},
+            hovertext=hover_rows, hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
+    for x, axis_ticks in zip(x_positions, ticks):
+        figure.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, line={"color": "#444", "width": 1})
+        for position, label in axis_ticks:
+            figure.add_annotation(
+                x=x, y=position, text=label, showarrow=False, xanchor="right", xshift=-4,
+                font={"size": 10, "color": "#333"}, bgcolor="rgba(255,255,255,0.7)",
+            )
+    figure.update_layout(
+        title=_title(title, MODE_LABELS[mode]), template="plotly_white", font=_FONT, height=460,
+        xaxis={"tickmode": "array", "tickvals": x_positions, "ticktext": names,
+               "showgrid": False, "zeroline": False, "range": [-0.5, len(names) - 0.7]},
+        yaxis={"visible": False, "range": [-0.05, 1.05]}, hovermode="closest",
+        margin={"t": 70},
+    )
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Importance
+# --------------------------------------------------------------------------------------------
+
+
+def importance_figure(info: ImportanceInfo, mode: Mode, title: str = "") -> go.Figure:
+    """Horizontal bars of each hyperparameter's importance (Optuna evaluator named below)."""
+    subtitle = f"{info.evaluator} on {info.n_trials} trials; {MODE_LABELS[mode]}"
+    if not info.importances:
+        return _empty_figure(title, subtitle, f"importance not computed: {info.note}")
+    params = list(info.importances)[::-1]
+    values = [info.importances[p] for p in params]
+    figure = go.Figure(
+        go.Bar(
+            x=values, y=[param_label(p) for p in params], orientation="h",
+            marker={"color": "#4c78a8"}, text=[f"{v:.2f}" for v in values],
+            textposition="auto", customdata=params,
+            hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=_title(title, subtitle), template="plotly_white", font=_FONT, height=460,
+        xaxis={"title": {"text": "importance (sums to 1)"}, "range": [0, 1]},
+        margin={"t": 70, "l": 130},
+    )
+    return figure

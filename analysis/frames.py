@@ -1,0 +1,554 @@
+"""Tidy frames computed from experiments: the data behind every figure, without any drawing.
+
+The pipeline is ``load_experiments`` -> :func:`trial_table` (one row per trial) ->
+:func:`final_results` (one accuracy per trial, under an explicit ``mode``) -> :func:`heatmap_info`
+(cells of a pair of hyperparameters). Figures (``analysis.figures``) only draw these.
+
+Early-stopped and diverged trials are never mixed silently with completed ones: ``mode="final"``
+(the default) keeps the trials that reached the last epoch and scores them by their final-epoch
+accuracy; ``mode="best"`` also keeps early-stopped (and still running) trials and scores every
+trial by the best accuracy it reached. Diverged and errored trials are in neither.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import numpy as np
+import pandas as pd
+
+from analysis.experiments import Experiment, ParamSpec, Problem
+
+__all__ = [
+    "Mode",
+    "MODES",
+    "MODE_LABELS",
+    "Bins",
+    "AxisBins",
+    "HeatmapInfo",
+    "trial_table",
+    "final_results",
+    "learning_curves",
+    "axis_bins",
+    "heatmap_info",
+    "param_pairs",
+    "format_value",
+    "format_config",
+    "paper_accuracy_path",
+    "read_paper_accuracy",
+    "cross_task_table",
+]
+
+Mode = Literal["final", "best"]
+MODES: tuple[Mode, ...] = ("final", "best")
+
+#: How each mode is named on figures and in the dashboard.
+MODE_LABELS: dict[Mode, str] = {
+    "final": "final-epoch accuracy (trials that reached the last epoch)",
+    "best": "best accuracy reached (includes early-stopped trials)",
+}
+
+#: Statuses of trials that may have produced a meaningful accuracy.
+_USABLE = ("completed", "early-stopped", "running")
+
+#: How to bin continuous axes: ``"decades"`` (edges at powers of ten on log axes, 5 equal bins on
+#: linear axes), a number of equal-width bins (in log space on log axes), or explicit edges.
+Bins = Union[Literal["decades"], int, Sequence[float]]
+
+_PAPER_FILE = "paper_accuracy.csv"
+
+
+def format_value(value: Any) -> str:
+    """Format a hyperparameter value compactly: ``0.001``, ``1``, ``10``, ``0.316``, ``256``."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            return str(value)
+        if float(value).is_integer() and abs(value) < 1e6:
+            return str(int(value))
+        return f"{float(value):.3g}"
+    return str(value)
+
+
+def format_config(row: Mapping[str, Any], params: Sequence[str]) -> str:
+    """Return ``"lambda_ot=1, lambda_ent=0.1, ..."`` for the given parameters of ``row``."""
+    return ", ".join(f"{p}={format_value(row[p])}" for p in params if p in row)
+
+
+# --------------------------------------------------------------------------------------------
+# Trials
+# --------------------------------------------------------------------------------------------
+
+
+def _without_placeholders(trials: pd.DataFrame) -> pd.DataFrame:
+    """Drop the placeholder last row of each diverged trial (its accuracy is not a result)."""
+    diverged = trials["status"] == "diverged"
+    if not diverged.any():
+        return trials
+    last = trials.groupby("trial_id", sort=False)["epoch"].transform("max") == trials["epoch"]
+    return trials[~(diverged & last)]
+
+
+def _last_reason(reasons: pd.Series) -> str:
+    """The last non-empty ``reason`` of a trial, or ``""``."""
+    present = reasons.dropna().astype(str).str.strip()
+    present = present[present != ""]
+    return str(present.iloc[-1]) if len(present) else ""
+
+
+def trial_table(experiment: Experiment) -> pd.DataFrame:
+    """One row per trial of an experiment.
+
+    Parameters
+    ----------
+    experiment : Experiment
+        A loaded experiment.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns: ``experiment`` (its key), ``task``, ``trial_id``, the experiment's
+        hyperparameters, ``status``, ``reason``, ``n_epochs`` (last epoch recorded),
+        ``reached_final`` (``n_epochs >= max_epochs`` and not diverged or errored),
+        ``final_acc`` (accuracy at the last epoch of a trial that reached it, else NaN),
+        ``best_acc`` and ``best_epoch`` (best accuracy over its real epochs; the placeholder row
+        of a diverged trial is not one), ``config`` (its hyperparameters as text).
+    """
+    trials = experiment.trials
+    params = list(experiment.space)
+    real = _without_placeholders(trials)
+    grouped = trials.groupby("trial_id", sort=True)
+    table = grouped[params + ["status"]].last()
+    table["reason"] = grouped["reason"].agg(_last_reason) if "reason" in trials else ""
+    table["n_epochs"] = grouped["epoch"].max().astype(int)
+    last_acc = grouped["target_acc"].last()
+    valid = real.dropna(subset=["target_acc"])
+    best_idx = valid.groupby("trial_id")["target_acc"].idxmax()
+    table["best_acc"] = valid.loc[best_idx].set_index("trial_id")["target_acc"]
+    table["best_epoch"] = valid.loc[best_idx].set_index("trial_id")["epoch"]
+    usable = table["status"].isin(_USABLE)
+    table["reached_final"] = usable & (table["n_epochs"] >= experiment.max_epochs)
+    table["final_acc"] = last_acc.where(table["reached_final"])
+    table = table.reset_index()
+    table["config"] = [format_config(row, params) for row in table[params].to_dict("records")]
+    table.insert(0, "task", experiment.task)
+    table.insert(0, "experiment", experiment.key)
+    return table
+
+
+def final_results(table: pd.DataFrame, mode: Mode = "final") -> pd.DataFrame:
+    """Select the trials that count under ``mode`` and give each one accuracy, ``acc``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The output of :func:`trial_table`.
+    mode : {"final", "best"}
+        ``"final"``: trials that reached the last epoch, scored by their final-epoch accuracy.
+        ``"best"``: every completed, early-stopped or still running trial, scored by the best
+        accuracy it reached. Diverged and errored trials are left out in both.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The selected rows of ``table`` with an added column ``acc``, highest first.
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is not ``"final"`` or ``"best"``.
+    """
+    if mode == "final":
+        selected = table[table["reached_final"]].assign(acc=lambda t: t["final_acc"])
+    elif mode == "best":
+        selected = table[table["status"].isin(_USABLE)].assign(acc=lambda t: t["best_acc"])
+    else:
+        raise ValueError(f"The 'mode' parameter must be one of {list(MODES)}. Got {mode!r} instead.")
+    selected = selected.dropna(subset=["acc"])
+    return selected.sort_values(["acc", "trial_id"], ascending=[False, True]).reset_index(drop=True)
+
+
+def learning_curves(experiment: Experiment) -> pd.DataFrame:
+    """Target accuracy per epoch for every trial, ready to draw.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``trial_id``, ``epoch``, ``target_acc``, ``status``, ``config`` and ``is_last``
+        (the trial's last real epoch, where an ASHA stop or a divergence is marked). The
+        placeholder row of a diverged trial is dropped.
+    """
+    params = list(experiment.space)
+    curves = _without_placeholders(experiment.trials).dropna(subset=["target_acc"])
+    curves = curves.sort_values(["trial_id", "epoch"])
+    configs = {
+        row["trial_id"]: format_config(row, params)
+        for row in curves.groupby("trial_id")[params].first().reset_index().to_dict("records")
+    }
+    out = curves[["trial_id", "epoch", "target_acc", "status"]].copy()
+    out["config"] = out["trial_id"].map(configs)
+    out["is_last"] = ~out["trial_id"].duplicated(keep="last")
+    return out.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Binning and heatmaps
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AxisBins:
+    """The cells of one heatmap axis.
+
+    Attributes
+    ----------
+    param : str
+        The hyperparameter on this axis.
+    kind : {"grid", "categorical", "log", "linear"}
+        ``"grid"``/``"categorical"``: one cell per value in ``values``; ``"log"``/``"linear"``:
+        cells between consecutive ``edges``.
+    labels : tuple of str
+        One label per cell, e.g. ``"0.01"`` or ``"[0.01, 0.1)"``.
+    values : tuple
+        The cell values of a grid or categorical axis.
+    edges : tuple of float
+        The cell edges of a continuous axis (``len(labels) + 1`` of them).
+    """
+
+    param: str
+    kind: Literal["grid", "categorical", "log", "linear"]
+    labels: tuple[str, ...]
+    values: tuple[Any, ...] = ()
+    edges: tuple[float, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def assign(self, values: Sequence[Any] | pd.Series) -> np.ndarray:
+        """Return the cell index of each value, or -1 for a value that belongs to no cell.
+
+        On a continuous axis the cells are ``[edge_k, edge_k+1)``: a value exactly on an inner
+        edge goes to the cell that edge opens, and the top edge belongs to the last cell. On a
+        grid or categorical axis a value belongs to the cell of the equal value (within a
+        relative 1e-9, to survive a CSV round trip).
+        """
+        array = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+        if self.kind in ("grid", "categorical"):
+            return self._assign_exact(values, array)
+        edges = np.asarray(self.edges, dtype=float)
+        snapped = array.copy()
+        for edge in edges:  # values within rounding error of an edge count as on it
+            snapped[np.isclose(snapped, edge, rtol=1e-9, atol=0.0)] = edge
+        index = np.searchsorted(edges, snapped, side="right") - 1
+        index[snapped == edges[-1]] = len(edges) - 2
+        index[(snapped < edges[0]) | (snapped > edges[-1]) | np.isnan(snapped)] = -1
+        return index.astype(int)
+
+    def _assign_exact(self, raw: Sequence[Any] | pd.Series, array: np.ndarray) -> np.ndarray:
+        numeric = [v for v in self.values if isinstance(v, (int, float, np.number))]
+        index = np.full(len(array), -1, dtype=int)
+        if len(numeric) == len(self.values):
+            grid = np.asarray(self.values, dtype=float)
+            close = np.isclose(array[:, None], grid[None, :], rtol=1e-9, atol=0.0)
+            hit = close.any(axis=1)
+            index[hit] = close[hit].argmax(axis=1)
+            return index
+        lookup = {str(v): i for i, v in enumerate(self.values)}
+        return np.array([lookup.get(str(v), -1) for v in pd.Series(raw)], dtype=int)
+
+
+def _decade_edges(low: float, high: float) -> list[float]:
+    """Powers of ten from the one at or below ``low`` to the one at or above ``high``."""
+    k_low = math.floor(math.log10(low) + 1e-9)
+    k_high = math.ceil(math.log10(high) - 1e-9)
+    k_high = max(k_high, k_low + 1)
+    return [float(f"1e{k}") for k in range(k_low, k_high + 1)]
+
+
+def _continuous_edges(kind: str, low: float, high: float, bins: Bins) -> list[float]:
+    """Edges of a continuous axis covering ``[low, high]``."""
+    if isinstance(bins, str):
+        if bins != "decades":
+            raise ValueError(
+                "The 'bins' parameter must be 'decades', a positive int or a sequence of edges. "
+                f"Got {bins!r} instead."
+            )
+        if kind == "log":
+            return _decade_edges(low, high)
+        bins = 5
+    if isinstance(bins, (int, np.integer)):
+        if bins < 1:
+            raise ValueError(f"The 'bins' parameter must be a positive int. Got {bins} instead.")
+        if high <= low:
+            high = low + 1.0 if kind == "linear" else low * 10.0
+        if kind == "log":
+            return list(np.logspace(math.log10(low), math.log10(high), int(bins) + 1))
+        return list(np.linspace(low, high, int(bins) + 1))
+    edges = sorted(float(e) for e in bins)
+    if len(edges) < 2:
+        raise ValueError(f"The 'bins' parameter needs at least 2 edges. Got {list(bins)} instead.")
+    return edges
+
+
+def _interval_labels(edges: Sequence[float]) -> tuple[str, ...]:
+    """``[a, b)`` for every cell but the last, which is closed: ``[a, b]``."""
+    last = len(edges) - 2
+    return tuple(
+        f"[{format_value(lo)}, {format_value(hi)}{']' if i == last else ')'}"
+        for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
+    )
+
+
+def axis_bins(spec: ParamSpec, observed: Sequence[Any] | pd.Series = (), bins: Bins = "decades") -> AxisBins:
+    """Build the cells of a heatmap axis for one hyperparameter.
+
+    Parameters
+    ----------
+    spec : ParamSpec
+        How the parameter was searched.
+    observed : sequence
+        The values the trials took; a continuous axis is widened to cover them (so no trial
+        silently falls off it), but never narrowed below the searched range.
+    bins : "decades", int or sequence of float
+        Binning of a continuous axis. ``"decades"`` (default): edges at powers of ten on a log
+        axis (the paper's grid is one value per decade), 5 equal-width cells on a linear axis.
+
+    Raises
+    ------
+    ValueError
+        If the parameter is fixed (it has no axis) or ``bins`` is invalid.
+    """
+    if spec.kind == "fixed":
+        raise ValueError(f"The parameter {spec.name!r} is fixed in this search: it has no axis.")
+    if spec.kind in ("grid", "categorical"):
+        labels = tuple(format_value(v) for v in spec.values)
+        return AxisBins(spec.name, spec.kind, labels, values=tuple(spec.values))
+    data = pd.to_numeric(pd.Series(observed), errors="coerce").dropna()
+    if spec.kind == "log":
+        data = data[data > 0]
+    low = min([spec.low] + data.tolist())  # type: ignore[list-item]
+    high = max([spec.high] + data.tolist())  # type: ignore[list-item]
+    edges = _continuous_edges(spec.kind, float(low), float(high), bins)
+    return AxisBins(spec.name, spec.kind, _interval_labels(edges), edges=tuple(edges))
+
+
+@dataclass(frozen=True)
+class HeatmapInfo:
+    """Everything a heatmap of accuracy over two hyperparameters shows.
+
+    Matrices are indexed ``[y_cell, x_cell]``; cells without any trial hold NaN (``count`` 0,
+    ``best_trial`` ``""``) and are drawn blank.
+
+    Attributes
+    ----------
+    x, y : AxisBins
+        The two axes.
+    best, mean : numpy.ndarray
+        Best and mean accuracy of the trials in each cell (in [0, 1]).
+    count : numpy.ndarray
+        Number of trials in each cell.
+    best_trial, best_config : numpy.ndarray
+        Id and configuration text of each cell's best trial.
+    best_cell : tuple of int or None
+        ``(y_cell, x_cell)`` of the best trial overall.
+    best_trial_id : str or None
+        The best trial overall.
+    n_trials : int
+        Trials placed in a cell.
+    n_unplaced : int
+        Trials whose values belong to no cell (e.g. off the grid); they are not drawn.
+    mode : {"final", "best"}
+        Which accuracy the cells hold.
+    """
+
+    x: AxisBins
+    y: AxisBins
+    best: np.ndarray
+    mean: np.ndarray
+    count: np.ndarray
+    best_trial: np.ndarray
+    best_config: np.ndarray
+    best_cell: tuple[int, int] | None
+    best_trial_id: str | None
+    n_trials: int
+    n_unplaced: int
+    mode: Mode
+
+
+def heatmap_info(
+    results: pd.DataFrame,
+    x: str,
+    y: str,
+    space: Mapping[str, ParamSpec],
+    *,
+    bins: Bins | Mapping[str, Bins] = "decades",
+    mode: Mode = "final",
+) -> HeatmapInfo:
+    """Aggregate trial accuracies into the cells of a pair of hyperparameters.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        The output of :func:`final_results` (columns ``trial_id``, ``acc``, ``config`` and the
+        hyperparameters).
+    x, y : str
+        The hyperparameters on the horizontal and vertical axes.
+    space : Mapping of str to ParamSpec
+        The experiment's space (``Experiment.space``).
+    bins : "decades", int, sequence of float, or a Mapping from parameter name to those
+        Binning of continuous axes, see :func:`axis_bins`. Grid and categorical axes always
+        have one cell per value.
+    mode : {"final", "best"}
+        Recorded in the result, for labels.
+
+    Returns
+    -------
+    HeatmapInfo
+
+    Raises
+    ------
+    ValueError
+        If ``x`` or ``y`` is not a searched parameter of ``space``.
+    """
+    for name, param in (("x", x), ("y", y)):
+        if param not in space or not space[param].searched:
+            searched = [p for p, s in space.items() if s.searched]
+            raise ValueError(
+                f"The {name!r} parameter must be one of the searched parameters {searched}. "
+                f"Got {param!r} instead."
+            )
+    axes = []
+    for param in (x, y):
+        param_bins = bins.get(param, "decades") if isinstance(bins, Mapping) else bins
+        axes.append(axis_bins(space[param], results[param], param_bins))
+    x_axis, y_axis = axes
+    ix, iy = x_axis.assign(results[x]), y_axis.assign(results[y])
+    placed = (ix >= 0) & (iy >= 0)
+    shape = (len(y_axis), len(x_axis))
+    best = np.full(shape, np.nan)
+    mean = np.full(shape, np.nan)
+    count = np.zeros(shape, dtype=int)
+    best_trial = np.full(shape, "", dtype=object)
+    best_config = np.full(shape, "", dtype=object)
+    cells = results.assign(_ix=ix, _iy=iy)[placed]
+    for (cy, cx), group in cells.groupby(["_iy", "_ix"]):
+        top = group.loc[group["acc"].idxmax()]
+        best[cy, cx], mean[cy, cx], count[cy, cx] = top["acc"], group["acc"].mean(), len(group)
+        best_trial[cy, cx], best_config[cy, cx] = str(top["trial_id"]), str(top["config"])
+    best_cell: tuple[int, int] | None = None
+    best_trial_id: str | None = None
+    if len(cells):
+        top = cells.loc[cells["acc"].idxmax()]
+        best_cell, best_trial_id = (int(top["_iy"]), int(top["_ix"])), str(top["trial_id"])
+    return HeatmapInfo(
+        x_axis, y_axis, best, mean, count, best_trial, best_config, best_cell, best_trial_id,
+        n_trials=int(placed.sum()), n_unplaced=int((~placed).sum()), mode=mode,
+    )
+
+
+def param_pairs(space: Mapping[str, ParamSpec]) -> list[tuple[str, str]]:
+    """Every pair of searched parameters, the paper's ``(lambda_ot, lambda_ent)`` first."""
+    searched = [p for p, s in space.items() if s.searched]
+    pairs = [(a, b) for i, a in enumerate(searched) for b in searched[i + 1 :]]
+    paper = ("lambda_ot", "lambda_ent")
+    return sorted(pairs, key=lambda pair: pair != paper)
+
+
+# --------------------------------------------------------------------------------------------
+# Paper comparison
+# --------------------------------------------------------------------------------------------
+
+
+def paper_accuracy_path() -> Path:
+    """Locate the project's copy of the paper's reported accuracies.
+
+    Uses the installed ``ssot`` package's folder without importing it (analysis never loads
+    torch); falls back to ``ssot/`` beside this package in a source checkout.
+    """
+    spec = importlib.util.find_spec("ssot")
+    if spec is not None and spec.submodule_search_locations:
+        candidate = Path(list(spec.submodule_search_locations)[0]) / _PAPER_FILE
+        if candidate.is_file():
+            return candidate
+    return Path(__file__).resolve().parent.parent / "ssot" / _PAPER_FILE
+
+
+def read_paper_accuracy(
+    path: Path | None = None, problems: list[Problem] | None = None
+) -> pd.DataFrame:
+    """Read the paper's reported accuracies (percent), indexed by task.
+
+    Parameters
+    ----------
+    path : Path, optional
+        The CSV (columns ``dataset, task, source, target, ssot_acc, source_only_acc,
+        best_other_method, best_other_acc``); defaults to :func:`paper_accuracy_path`.
+    problems : list of Problem, optional
+        A missing or unreadable file is reported here and an empty frame returned.
+    """
+    path = path or paper_accuracy_path()
+    columns = ["dataset", "ssot_acc", "source_only_acc", "best_other_method", "best_other_acc"]
+    try:
+        paper = pd.read_csv(path, dtype={"task": str})
+        paper = paper.set_index("task")[columns]
+    except (OSError, ValueError, KeyError, pd.errors.ParserError) as exc:
+        if problems is not None:
+            problems.append(
+                Problem(path, f"the paper's accuracies cannot be read ({exc}); the cross-task "
+                        "table shows no paper numbers")
+            )
+        return pd.DataFrame(columns=columns, index=pd.Index([], name="task"))
+    return paper
+
+
+def cross_task_table(
+    experiments: Sequence[Experiment], paper: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The best accuracy of each experiment beside the paper's (all accuracies in percent).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per experiment: ``experiment``, ``task``, ``dataset``, ``name``, ``search``,
+        ``status``, the number of trials per status (``n_completed``, ``n_early-stopped``, ...),
+        ``best_final`` and ``best_reached`` (%, NaN when no trial qualifies), ``best_trial``
+        (of ``best_final``), ``paper_ssot``, ``delta`` (``best_final - paper_ssot``),
+        ``paper_source_only``, ``best_other_method``, ``best_other``.
+    """
+    paper = paper if paper is not None else pd.DataFrame()
+    rows = []
+    for experiment in experiments:
+        table = trial_table(experiment)
+        final, best = final_results(table, "final"), final_results(table, "best")
+        counts = table["status"].value_counts()
+        reported = paper.loc[experiment.task] if experiment.task in paper.index else None
+        row: dict[str, Any] = {
+            "experiment": experiment.key, "task": experiment.task,
+            "dataset": experiment.dataset or (reported["dataset"] if reported is not None else ""),
+            "name": experiment.name, "search": experiment.search, "status": experiment.status,
+            "n_trials": len(table),
+        }
+        row.update({f"n_{status}": int(counts.get(status, 0)) for status in _STATUS_ORDER})
+        row["best_final"] = 100 * final["acc"].iloc[0] if len(final) else np.nan
+        row["best_reached"] = 100 * best["acc"].iloc[0] if len(best) else np.nan
+        row["best_trial"] = str(final["trial_id"].iloc[0]) if len(final) else ""
+        row["paper_ssot"] = float(reported["ssot_acc"]) if reported is not None else np.nan
+        row["delta"] = row["best_final"] - row["paper_ssot"]
+        row["paper_source_only"] = (
+            float(reported["source_only_acc"]) if reported is not None else np.nan
+        )
+        row["best_other_method"] = str(reported["best_other_method"]) if reported is not None else ""
+        row["best_other"] = float(reported["best_other_acc"]) if reported is not None else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+_STATUS_ORDER = ("completed", "early-stopped", "diverged", "errored", "running")
