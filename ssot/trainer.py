@@ -21,6 +21,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,20 @@ from ssot.errors import ConfigError, DivergedError
 from ssot.models import build_models
 
 EpochCallback = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Batch:
+    """The forward pass of one source batch and one target batch (shared by both steps)."""
+
+    fs: torch.Tensor  # (b_s, d) source features
+    ft: torch.Tensor  # (b_t, d) target features
+    logits_s: torch.Tensor  # (b_s, K)
+    ps: torch.Tensor  # (b_s, K) source probabilities
+    pt: torch.Tensor  # (b_t, K) target probabilities
+    ys: torch.Tensor  # (b_s,) source labels
+    cost: torch.Tensor  # (b_s, b_t) squared-Euclidean cost (with gradients)
+    w: torch.Tensor  # (b_s,) source weights m_y / sum m_y
 
 
 def resolve_device(name: str) -> torch.device:
@@ -238,48 +253,60 @@ class Trainer:
 
     def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor) -> dict[str, float]:
         """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt``."""
-        cfg = self.config
+        batch = self.forward_batch(xs, ys, xt)
+        h = self.g_step(batch)
+        losses = self.feature_step(batch)
+        return {**losses, "ot_value": h if self.config.g_steps else losses["loss_ot"]}
+
+    def forward_batch(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor) -> Batch:
+        """One forward pass of both batches through ``f`` and ``eta`` (gradients on)."""
         bs = xs.shape[0]
         feats, logits = self._forward(torch.cat([xs, xt]))
-        fs, ft = feats[:bs], feats[bs:]
         probs = torch.softmax(logits, dim=1)
-        ps, pt = probs[:bs], probs[bs:]
-        cost = ot.cost_matrix(fs, ft)
-        w = ot.source_weights(self.m, ys)
+        return Batch(fs=feats[:bs], ft=feats[bs:], logits_s=logits[:bs], ps=probs[:bs], pt=probs[bs:], ys=ys,
+                     cost=ot.cost_matrix(feats[:bs], feats[bs:]), w=ot.source_weights(self.m, ys))
 
-        def masked(c: torch.Tensor, p_s: torch.Tensor, p_t: torch.Tensor) -> torch.Tensor:
-            return c * (cfg.mask_scale * ot.soft_mask(p_s, p_t)) if cfg.use_mask else c
+    def _masked(self, cost: torch.Tensor, ps: torch.Tensor, pt: torch.Tensor) -> torch.Tensor:
+        cfg = self.config
+        return cost * (cfg.mask_scale * ot.soft_mask(ps, pt)) if cfg.use_mask else cost
 
-        # (a) g ascends H with f and eta fixed: every input is detached.
-        cost_d = masked(cost.detach(), ps.detach(), pt.detach())
-        ft_d = ft.detach()
-        h_before = float("nan")
-        for k in range(cfg.g_steps):
-            h = ot.semi_dual(cost_d, self.g(ft_d), w, cfg.eps)
+    def g_step(self, b: Batch) -> float:
+        """(a) ``g`` ascends ``H`` with ``f`` and ``eta`` fixed (every input detached).
+
+        Returns ``H`` before the first ascent step (the epoch's ``ot_value`` is its mean).
+        """
+        cost = self._masked(b.cost.detach(), b.ps.detach(), b.pt.detach())
+        ft = b.ft.detach()
+        h_first = float("nan")
+        for k in range(self.config.g_steps):
+            h = ot.semi_dual(cost, self.g(ft), b.w, self.config.eps)
             if k == 0:
-                h_before = h.item()
+                h_first = h.item()
             self.opt_g.zero_grad(set_to_none=True)
             (-h).backward()
             self.opt_g.step()
+        return h_first
 
-        # (b) f and eta descend L with g fixed (its parameters get no gradient).
+    def feature_step(self, b: Batch) -> dict[str, float]:
+        """(b) ``f`` and ``eta`` descend ``L_CE + lambda_OT H + lambda_Ent L_Ent`` with ``g`` frozen.
+
+        A non-finite loss is returned without stepping (the caller raises :class:`DivergedError`).
+        """
+        cfg = self.config
         self.g.requires_grad_(False)
         try:
-            cost_m = masked(cost, ps, pt) if cfg.mask_grad else masked(cost, ps.detach(), pt.detach())
-            loss_ot = ot.semi_dual(cost_m, self.g(ft), w, cfg.eps)
-            loss_ce = (self.m[ys] * F.cross_entropy(logits[:bs], ys, reduction="none")).mean()
-            loss_ent = ot.entropy(pt)
+            ps, pt = (b.ps, b.pt) if cfg.mask_grad else (b.ps.detach(), b.pt.detach())
+            loss_ot = ot.semi_dual(self._masked(b.cost, ps, pt), self.g(b.ft), b.w, cfg.eps)
+            loss_ce = (self.m[b.ys] * F.cross_entropy(b.logits_s, b.ys, reduction="none")).mean()
+            loss_ent = ot.entropy(b.pt)
             loss = loss_ce + cfg.lambda_ot * loss_ot + cfg.lambda_ent * loss_ent
-            if not torch.isfinite(loss):
-                return _values(loss, loss_ce, loss_ot, loss_ent, h_before)
-            self.opt_fe.zero_grad(set_to_none=True)
-            loss.backward()
-            self.opt_fe.step()
+            if torch.isfinite(loss):
+                self.opt_fe.zero_grad(set_to_none=True)
+                loss.backward()
+                self.opt_fe.step()
         finally:
             self.g.requires_grad_(True)
-        if cfg.g_steps == 0:
-            h_before = loss_ot.item()
-        return _values(loss, loss_ce, loss_ot, loss_ent, h_before)
+        return {"loss_total": loss.item(), "loss_ce": loss_ce.item(), "loss_ot": loss_ot.item(), "loss_ent": loss_ent.item()}
 
     # ------------------------------------------------------------------ the whole run
     def fit(self, on_epoch: EpochCallback | None = None) -> dict[str, Any]:
@@ -324,10 +351,6 @@ class Trainer:
         self.epoch = int(state["epoch"])
         self.record = state["record"]
         torch.set_rng_state(state["torch_rng"])
-
-
-def _values(total: torch.Tensor, ce: torch.Tensor, ot_loss: torch.Tensor, ent: torch.Tensor, h: float) -> dict[str, float]:
-    return {"loss_total": total.item(), "loss_ce": ce.item(), "loss_ot": ot_loss.item(), "loss_ent": ent.item(), "ot_value": h}
 
 
 def _seed_everything(seed: int) -> None:
