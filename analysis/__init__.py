@@ -1,0 +1,82 @@
+"""Read finished (or running) searches from disk and draw their sensitivity dashboards.
+
+The analysis never trains and never imports torch or ``ssot``: it only reads the files that
+``tune/`` writes (``experiment.json``, ``trials.csv``, ``best_config.json``).
+
+Data first (pure functions returning frames and info objects)::
+
+    experiments, problems = load_experiments("ray_results")
+    table = trial_table(experiments[0])              # one row per trial
+    results = final_results(table, mode="final")     # or mode="best"
+    info = heatmap_info(results, "lambda_ot", "lambda_ent", experiments[0].space)
+
+then figures (``heatmap_figure(info)``, ...) and the whole dashboard
+(``build_dashboard("ray_results")``, also ``python analysis/sensitivity.py ray_results``).
+"""
+
+from analysis.dashboard import DashboardResult, build_dashboard, export_images
+from analysis.experiments import (
+    AnalysisError,
+    Experiment,
+    NoExperimentsError,
+    ParamSpec,
+    Problem,
+    load_experiment,
+    load_experiments,
+    read_trials,
+)
+from analysis.figures import (
+    heatmap_figure,
+    importance_figure,
+    learning_curves_figure,
+    parallel_figure,
+)
+from analysis.frames import (
+    MODE_LABELS,
+    MODES,
+    AxisBins,
+    HeatmapInfo,
+    axis_bins,
+    cross_task_table,
+    final_results,
+    heatmap_info,
+    learning_curves,
+    param_pairs,
+    paper_accuracy_path,
+    read_paper_accuracy,
+    trial_table,
+)
+from analysis.importance import ImportanceInfo, importance_info
+
+__all__ = [
+    "AnalysisError",
+    "AxisBins",
+    "DashboardResult",
+    "Experiment",
+    "HeatmapInfo",
+    "ImportanceInfo",
+    "MODES",
+    "MODE_LABELS",
+    "NoExperimentsError",
+    "ParamSpec",
+    "Problem",
+    "axis_bins",
+    "build_dashboard",
+    "cross_task_table",
+    "export_images",
+    "final_results",
+    "heatmap_figure",
+    "heatmap_info",
+    "importance_figure",
+    "importance_info",
+    "learning_curves",
+    "learning_curves_figure",
+    "load_experiment",
+    "load_experiments",
+    "parallel_figure",
+    "param_pairs",
+    "paper_accuracy_path",
+    "read_paper_accuracy",
+    "read_trials",
+    "trial_table",
+]

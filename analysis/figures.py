@@ -49,6 +49,18 @@ STATUS_STYLE: dict[str, dict[str, str]] = {
 
 _FONT = {"family": "Helvetica, Arial, sans-serif", "size": 13}
 
+#: A small template: Plotly's own ones are costly to copy into hundreds of figures.
+TEMPLATE = go.layout.Template(
+    layout={
+        "font": _FONT,
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "xaxis": {"gridcolor": "#ebebeb", "zeroline": False, "linecolor": "#bbb"},
+        "yaxis": {"gridcolor": "#ebebeb", "zeroline": False, "linecolor": "#bbb"},
+        "hoverlabel": {"align": "left"},
+    }
+)
+
 
 def param_label(param: str) -> str:
     """The display name of a hyperparameter."""
@@ -69,7 +81,7 @@ def _empty_figure(title: str, subtitle: str, message: str) -> go.Figure:
     )
     figure.update_layout(
         title=_title(title, subtitle), xaxis={"visible": False}, yaxis={"visible": False},
-        template="plotly_white", font=_FONT, height=420, margin={"t": 70},
+        template=TEMPLATE, height=420, margin={"t": 70},
     )
     return figure
 
@@ -84,16 +96,39 @@ def _cell_hover(info: HeatmapInfo, cy: int, cx: int) -> str:
     head = f"{x.param} {x.labels[cx]}<br>{y.param} {y.labels[cy]}"
     if info.count[cy, cx] == 0:
         return f"{head}<br>no trial"
+    star = "<br><b>★ best trial overall</b>" if info.best_cell == (cy, cx) else ""
     return (
-        f"{head}<br>best acc {100 * info.best[cy, cx]:.2f}%"
+        f"{head}{star}<br>best acc {100 * info.best[cy, cx]:.2f}%"
         f"<br>mean acc {100 * info.mean[cy, cx]:.2f}%"
         f"<br>trials {info.count[cy, cx]}"
         f"<br>best trial {info.best_trial[cy, cx]}<br>{info.best_config[cy, cx]}"
     )
 
 
+def _cell_text(info: HeatmapInfo, show_values: bool) -> list[list[str]]:
+    """Each cell's best accuracy (if shown); the best cell gets a star."""
+    text = [["" for _ in range(len(info.x))] for _ in range(len(info.y))]
+    for cy in range(len(info.y)):
+        for cx in range(len(info.x)):
+            if info.count[cy, cx] and show_values:
+                text[cy][cx] = f"{100 * info.best[cy, cx]:.1f}"
+    if info.best_cell is not None:
+        cy, cx = info.best_cell
+        text[cy][cx] = f"★ {text[cy][cx]}".strip()
+    return text
+
+
+def _heatmap_notes(info: HeatmapInfo) -> str:
+    notes = ["blank: no trial"]
+    if any(axis.kind in ("log", "linear") for axis in (info.x, info.y)):
+        notes.append("bins [a, b): a value on an edge is in the cell it opens")
+    if info.n_unplaced:
+        notes.append(f"{info.n_unplaced} trial(s) off the axes not shown")
+    return "; ".join(notes)
+
+
 def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = True) -> go.Figure:
-    """Draw a sensitivity heatmap: each cell's best accuracy, its best trial marked with a star.
+    """Draw a sensitivity heatmap: each cell's best accuracy, the best trial's cell starred.
 
     Parameters
     ----------
@@ -106,8 +141,9 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
 
     Notes
     -----
-    Cells without a trial are blank (NaN), never interpolated. Hover shows the cell's best and
-    mean accuracy, its number of trials, and its best trial's id and config.
+    Cells without a trial are blank (NaN), never interpolated. The best trial's cell is outlined
+    and starred. Hover shows the cell's best and mean accuracy, its number of trials, and its
+    best trial's id and config.
     """
     subtitle = MODE_LABELS[info.mode]
     if info.n_trials == 0:
@@ -115,42 +151,32 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
     hover = [[_cell_hover(info, cy, cx) for cx in range(len(info.x))] for cy in range(len(info.y))]
     heatmap = go.Heatmap(
         z=100 * info.best, x=list(info.x.labels), y=list(info.y.labels), customdata=hover,
+        text=_cell_text(info, show_values), texttemplate="%{text}",
         hovertemplate="%{customdata}<extra></extra>", hoverongaps=False,
         colorscale=COLORSCALE, colorbar={"title": {"text": "target acc (%)", "side": "right"}},
-        texttemplate="%{z:.1f}" if show_values else None, xgap=1, ygap=1,
-        name="cells",
+        xgap=1, ygap=1, name="cells",
     )
     figure = go.Figure(heatmap)
+    shapes = []
     if info.best_cell is not None:
         cy, cx = info.best_cell
-        figure.add_trace(
-            go.Scatter(
-                x=[info.x.labels[cx]], y=[info.y.labels[cy]], mode="markers", name="best trial",
-                marker={"symbol": "star", "size": 24, "color": "rgba(255,255,255,0)",
-                        "line": {"color": "#e6194b", "width": 2.5}},
-                hovertext=[f"best trial {info.best_trial_id}<br>{_cell_hover(info, cy, cx)}"],
-                hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
-            )
+        shapes.append(
+            {"type": "rect", "x0": cx - 0.5, "x1": cx + 0.5, "y0": cy - 0.5, "y1": cy + 0.5,
+             "line": {"color": "#e6194b", "width": 3}, "xref": "x", "yref": "y"}
         )
-    notes = []
-    if info.n_unplaced:
-        notes.append(f"{info.n_unplaced} trial(s) off the axes not shown")
-    for axis in (info.x, info.y):
-        if axis.kind == "log":
-            notes.append(f"{axis.param}: log bins, a value on an edge is in the cell it opens")
+    axis = {"type": "category", "categoryorder": "array", "showgrid": False, "automargin": True}
     figure.update_layout(
-        title=_title(title, subtitle), template="plotly_white", font=_FONT,
-        xaxis={"title": {"text": param_label(info.x.param)}, "type": "category",
-               "categoryorder": "array", "categoryarray": list(info.x.labels)},
-        yaxis={"title": {"text": param_label(info.y.param)}, "type": "category",
-               "categoryorder": "array", "categoryarray": list(info.y.labels)},
-        height=460, margin={"t": 70, "b": 80 if notes else 60},
+        title=_title(title, subtitle), template=TEMPLATE, shapes=shapes,
+        xaxis={**axis, "title": {"text": param_label(info.x.param)},
+               "categoryarray": list(info.x.labels)},
+        yaxis={**axis, "title": {"text": param_label(info.y.param)},
+               "categoryarray": list(info.y.labels)},
+        plot_bgcolor="#f4f4f4", height=460, margin={"t": 70, "b": 90},
+        annotations=[
+            {"text": _heatmap_notes(info), "x": 0, "y": -0.24, "xref": "paper", "yref": "paper",
+             "showarrow": False, "xanchor": "left", "font": {"size": 10, "color": "#666"}}
+        ],
     )
-    if notes:
-        figure.add_annotation(
-            text="; ".join(notes), x=0, y=-0.22, xref="paper", yref="paper", showarrow=False,
-            xanchor="left", font={"size": 10, "color": "#666"},
-        )
     return figure
 
 
@@ -223,7 +249,7 @@ def learning_curves_figure(curves: pd.DataFrame, max_epochs: int, title: str = "
     if max_epochs:
         figure.add_vline(x=max_epochs, line={"dash": "dot", "color": "#999", "width": 1})
     figure.update_layout(
-        title=_title(title, subtitle), template="plotly_white", font=_FONT, height=460,
+        title=_title(title, subtitle), template=TEMPLATE, height=460,
         xaxis={"title": {"text": "epoch"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "target accuracy (%)"}}, hovermode="closest",
         legend={"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
@@ -344,15 +370,19 @@ def parallel_figure(
             hovertext=hover_rows, hovertemplate="%{hovertext}<extra></extra>",
         )
     )
-    for x, axis_ticks in zip(x_positions, ticks):
-        figure.add_shape(type="line", x0=x, x1=x, y0=0, y1=1, line={"color": "#444", "width": 1})
-        for position, label in axis_ticks:
-            figure.add_annotation(
-                x=x, y=position, text=label, showarrow=False, xanchor="right", xshift=-4,
-                font={"size": 10, "color": "#333"}, bgcolor="rgba(255,255,255,0.7)",
-            )
+    shapes = [
+        {"type": "line", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"color": "#444", "width": 1}}
+        for x in x_positions
+    ]
+    annotations = [
+        {"x": x, "y": position, "text": label, "showarrow": False, "xanchor": "right",
+         "xshift": -4, "font": {"size": 10, "color": "#333"}, "bgcolor": "rgba(255,255,255,0.7)"}
+        for x, axis_ticks in zip(x_positions, ticks)
+        for position, label in axis_ticks
+    ]
     figure.update_layout(
-        title=_title(title, MODE_LABELS[mode]), template="plotly_white", font=_FONT, height=460,
+        title=_title(title, MODE_LABELS[mode]), template=TEMPLATE, height=460,
+        shapes=shapes, annotations=annotations,
         xaxis={"tickmode": "array", "tickvals": x_positions, "ticktext": names,
                "showgrid": False, "zeroline": False, "range": [-0.5, len(names) - 0.7]},
         yaxis={"visible": False, "range": [-0.05, 1.05]}, hovermode="closest",
@@ -377,12 +407,12 @@ def importance_figure(info: ImportanceInfo, mode: Mode, title: str = "") -> go.F
         go.Bar(
             x=values, y=[param_label(p) for p in params], orientation="h",
             marker={"color": "#4c78a8"}, text=[f"{v:.2f}" for v in values],
-            textposition="auto", customdata=params,
+            textposition="outside", textangle=0, cliponaxis=False, customdata=params,
             hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
         )
     )
     figure.update_layout(
-        title=_title(title, subtitle), template="plotly_white", font=_FONT, height=460,
+        title=_title(title, subtitle), template=TEMPLATE, height=460,
         xaxis={"title": {"text": "importance (sums to 1)"}, "range": [0, 1]},
         margin={"t": 70, "l": 130},
     )

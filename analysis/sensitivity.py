@@ -1,0 +1,88 @@
+"""Sensitivity heatmaps and the interactive dashboard of every experiment under a results folder.
+
+    python analysis/sensitivity.py RESULTS_DIR          # or: python -m analysis.sensitivity
+    # -> RESULTS_DIR/dashboard.html (self-contained, opens offline)
+    #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.png (one per heatmap)
+
+Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
+stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
+A folder without any readable experiment is an error (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR, build_dashboard  # noqa: E402
+from analysis.experiments import AnalysisError  # noqa: E402
+
+
+def _bins(text: str) -> str | int | list[float]:
+    """Parse ``--bins``: ``decades``, a number of bins, or comma-separated edges."""
+    if text == "decades":
+        return text
+    try:
+        if "," in text:
+            return [float(edge) for edge in text.split(",")]
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'decades', a positive integer or comma-separated edges, got {text!r}"
+        ) from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {number}")
+    return number
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(
+        prog="python analysis/sensitivity.py",
+        description="Draw the sensitivity dashboard of every experiment under RESULTS_DIR.",
+    )
+    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
+                        help="folder searched recursively for experiment.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"HTML file to write (default: RESULTS_DIR/{DASHBOARD_FILE})")
+    parser.add_argument("--figures-dir", type=Path, default=None,
+                        help=f"folder of the static heatmaps (default: RESULTS_DIR/{FIGURES_DIR})")
+    parser.add_argument("--format", choices=("png", "svg"), default="png",
+                        help="static image format (default: png)")
+    parser.add_argument("--no-images", action="store_true",
+                        help="write the HTML only (static images need kaleido and Chromium)")
+    parser.add_argument("--bins", type=_bins, default="decades",
+                        help="binning of log/linear axes of TPE and random searches: 'decades' "
+                             "(default), a number of bins, or comma-separated edges")
+    parser.add_argument("--paper-csv", type=Path, default=None,
+                        help="the paper's accuracies (default: ssot/paper_accuracy.csv)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code."""
+    args = parse_args(argv)
+    try:
+        result = build_dashboard(
+            args.results_dir, out=args.out, figures_dir=args.figures_dir,
+            images=not args.no_images, image_format=args.format, bins=args.bins,
+            paper_csv=args.paper_csv,
+        )
+    except AnalysisError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for problem in result.problems:
+        print(problem, file=sys.stderr)
+    print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
+    if result.images:
+        print(f"wrote {len(result.images)} heatmap image(s) to {result.images[0].parent}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
