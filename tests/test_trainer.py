@@ -41,6 +41,14 @@ def test_digits_task_is_partial_deterministic_and_shifted(digits):
     assert digits.input_shape == (1, 16, 16)
 
 
+def test_the_shift_costs_source_only_accuracy(digits):
+    trainer = Trainer(SSOTConfig.for_task("digits"), digits)
+    shifted = trainer.pretrain()["target_acc"]
+    probs, labels = trainer.predict(build_digits_task(shifted=False).target_eval)
+    in_domain = (probs.argmax(1) == labels).float().mean().item()
+    assert in_domain > 0.9 and shifted < in_domain - 0.15
+
+
 def test_g_step_leaves_f_and_eta_unchanged_and_feature_step_leaves_g_unchanged(digits):
     trainer = Trainer(SSOTConfig.for_task("digits"), digits)
     batch = trainer.forward_batch(*_batch(digits))
