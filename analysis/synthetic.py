@@ -32,6 +32,10 @@ __all__ = [
     "trial_rows",
     "simulate_search",
     "write_demo_results",
+    "EDGE_TRIALS",
+    "grid_accuracy",
+    "write_paper_grid",
+    "write_edge_tpe",
 ]
 
 #: Columns of ``trials.csv``, in the order ``tune/`` writes them.
@@ -257,6 +261,58 @@ def write_demo_results(root: Path, *, num_samples: int = 40, max_epochs: int = 1
     folders.append(write_experiment(root / "grid-demo" / "P2I", rows, task="P2I", search="grid",
                                     space=grid_space(), max_epochs=max_epochs, name="grid-demo"))
     return folders
+
+
+# ------------------------------------------------------------------------------------------
+# Small experiments with known answers (used by the tests)
+# ------------------------------------------------------------------------------------------
+
+#: Epochs of the small experiments below.
+EDGE_EPOCHS = 4
+
+#: The edge-case TPE experiment: (trial id, lambda_ot, lambda_ent, eps, width, accuracy per
+#: epoch, status). Values lie exactly on decade edges (and one just below one); t4 is cut by
+#: ASHA after its best epoch; t5 diverged (its last accuracy, 0.99, is the placeholder).
+EDGE_TRIALS: list[tuple[str, float, float, float, int, list[float], str]] = [
+    ("t0", 0.001, 0.001, 0.01, 64, [0.50, 0.55, 0.60, 0.62], "completed"),
+    ("t1", 0.01, 0.1, 0.1, 128, [0.50, 0.60, 0.70, 0.71], "completed"),
+    ("t2", 0.0099, 0.1, 1.0, 256, [0.50, 0.60, 0.70, 0.80], "completed"),
+    ("t3", 10.0, 10.0, 10.0, 1024, [0.60, 0.70, 0.80, 0.90], "completed"),
+    ("t4", 1.0, 1.0, 1.0, 512, [0.65, 0.95], "early-stopped"),
+    ("t5", 1.0, 0.01, 0.01, 64, [0.70, 0.99], "diverged"),
+    ("t6", 0.1, 0.1, 0.1, 128, [0.40], "errored"),
+]
+
+
+def grid_accuracy(lambda_ot: float, lambda_ent: float) -> float:
+    """The known final accuracy of a grid cell of :func:`write_paper_grid` (distinct per cell)."""
+    return round(0.5 + 0.04 * (math.log10(lambda_ot) + 3) + 0.01 * (math.log10(lambda_ent) + 3), 4)
+
+
+def write_paper_grid(folder: Path, *, task: str = "P2I", off_grid: bool = True) -> Path:
+    """A 5x5 grid search (all trials completed, ids ``g<i><j>``), plus one trial off the grid."""
+    rows: list[dict[str, Any]] = []
+    for i, ot in enumerate(PAPER_GRID):
+        for j, ent in enumerate(PAPER_GRID):
+            curve = np.linspace(0.4, grid_accuracy(ot, ent), EDGE_EPOCHS)
+            config = {"lambda_ot": ot, "lambda_ent": ent, "eps": 1.0, "potential_width": 256}
+            rows += trial_rows(task, "grid", f"g{i}{j}", config, curve, "completed")
+    if off_grid:
+        config = {"lambda_ot": 0.05, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 256}
+        rows += trial_rows(task, "grid", "goff", config, [0.3] * EDGE_EPOCHS, "completed")
+    return write_experiment(folder, rows, task=task, search="grid", space=grid_space(),
+                            max_epochs=EDGE_EPOCHS, name="grid-exp")
+
+
+def write_edge_tpe(folder: Path, task: str = "A2D") -> Path:
+    """A TPE search of :data:`EDGE_TRIALS`: decade edges and every kind of trial end."""
+    rows: list[dict[str, Any]] = []
+    for trial_id, ot, ent, eps, width, accuracies, status in EDGE_TRIALS:
+        config = {"lambda_ot": ot, "lambda_ent": ent, "eps": eps, "potential_width": width}
+        reason = "non-finite loss_ot at epoch 2" if status == "diverged" else ""
+        rows += trial_rows(task, "tpe", trial_id, config, accuracies, status, reason)
+    return write_experiment(folder, rows, task=task, search="tpe", space=TPE_SPACE,
+                            max_epochs=EDGE_EPOCHS, name="tpe-exp")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
