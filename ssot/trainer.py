@@ -335,6 +335,28 @@ class Trainer:
         return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True)
 
     # ------------------------------------------------------------------ checkpoints
+    PRETRAIN_FIELDS = ("task", "seed", "backbone", "pretrained", "pretrained_path", "bottleneck_dims", "pretrain_epochs",
+                       "lr_pretrain", "backbone_lr_mult", "weight_decay", "batch_size", "data_root", "features_path",
+                       "image_size", "resize_size", "source_eval_samples", "precision")
+
+    def pretrained_state(self) -> dict[str, Any]:
+        """The source-only model and its evaluation, shareable by every run whose config agrees
+        on :attr:`PRETRAIN_FIELDS` (a search pretrains once per seed, not once per trial)."""
+        if self.record["source_only"] is None:
+            raise RuntimeError("pretrained_state() before pretrain()")
+        return {"f": self.f.state_dict(), "eta": self.eta.state_dict(), "p_t": self.p_t.cpu(),
+                "source_only": self.record["source_only"], "key": {k: getattr(self.config, k) for k in self.PRETRAIN_FIELDS}}
+
+    def load_pretrained(self, state: dict[str, Any]) -> None:
+        """Start adaptation from a :meth:`pretrained_state` instead of pretraining."""
+        mine = {k: getattr(self.config, k) for k in self.PRETRAIN_FIELDS}
+        if {k: state["key"].get(k) for k in mine} != mine:
+            raise ValueError("pretrained state was made with a different pretraining config")
+        self.f.load_state_dict(state["f"]); self.eta.load_state_dict(state["eta"])
+        self._set_class_weights(state["p_t"].to(self.device))
+        self.record["source_only"] = state["source_only"]
+        self.record["source_only_target_acc"] = state["source_only"]["target_acc"]
+
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the run exactly at an epoch boundary."""
         return {

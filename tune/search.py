@@ -1,0 +1,127 @@
+"""Search SSOT's hyperparameters with Ray Tune (Optuna TPE + ASHA, the paper's grid, or random).
+
+    python tune/search.py --task P2I --num-samples 50          # one GPU box or CPU
+    python tune/search.py --task digits --num-samples 20       # embedded default task, CPU
+    python tune/search.py --task office31 --num-samples 50     # every task of a dataset
+    python tune/search.py --task P2I --search grid             # the paper's 5x5 lambda grid
+    python tune/search.py --task P2I --address auto            # an existing Ray cluster
+    python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
+
+Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
+
+from ssot.errors import ConfigError, SSOTError  # noqa: E402
+from tune import space as spaces  # noqa: E402
+from tune.experiment import SearchOptions, run_search, summary_lines  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python tune/search.py", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--task", required=True, help="a task (digits, A2W, P2I, Ar2Cl, S2R...) or a dataset (office31, imageclef, officehome, visda2017)")
+    p.add_argument("--num-samples", type=int, default=20, help="trials per task (grid: repeats of the grid)")
+    p.add_argument("--search", choices=["tpe", "grid", "random"], default="tpe")
+    g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
+    g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-3, 10.0])
+    g.add_argument("--lambda-ent-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-3, 10.0])
+    g.add_argument("--eps-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-2, 10.0])
+    g.add_argument("--widths", type=int, nargs="+", default=list(spaces.WIDTHS))
+    g.add_argument("--eps", type=float, default=1.0, help="fixed eps of --search grid")
+    g.add_argument("--potential-width", type=int, default=256, help="fixed width of --search grid")
+    t = p.add_argument_group("training")
+    t.add_argument("--epochs", type=int, help="adaptation epochs per trial (ASHA's max_t); default: the task's")
+    t.add_argument("--seed", type=int, default=0, help="seed of the sampler and of every trial")
+    t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
+    t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
+    t.add_argument("--smoke-test", action="store_true", help="tiny search to check the setup: 2 trials x 2 short epochs")
+    s = p.add_argument_group("early stopping (ASHA on epochs)")
+    s.add_argument("--grace-period", type=int, default=3)
+    s.add_argument("--reduction-factor", type=int, default=3)
+    s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
+    r = p.add_argument_group("resources and storage")
+    r.add_argument("--gpus-per-trial", type=float, help="GPUs per trial, fractions allowed (0.25 packs 4 trials per GPU); default 1 if the cluster has GPUs else 0")
+    r.add_argument("--cpus-per-trial", type=float, default=1.0)
+    r.add_argument("--max-concurrent", type=int, help="most trials running at once")
+    r.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
+    r.add_argument("--address", help="join an existing Ray cluster ('auto' or host:port)")
+    r.add_argument("--storage-path", default="ray_results", help="local folder or any URI Ray accepts")
+    r.add_argument("--name", help="experiment name (default ssot-<task>)")
+    r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
+    r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
+    return p
+
+
+def _parse_set(items: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects FIELD=VALUE. Got {item!r} instead.")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def options_for(args: argparse.Namespace, task: str, name: str | None) -> SearchOptions:
+    base = _parse_set(args.set)
+    if args.epochs is not None:
+        base["epochs"] = args.epochs
+    if args.data_root:
+        base["data_root"] = args.data_root
+    base.setdefault("seed", args.seed)
+    num_samples = args.num_samples
+    if args.smoke_test:
+        base.update(epochs=2, pretrain_epochs=1, iters_per_epoch=5)
+        num_samples = 2
+    if args.search == "grid":
+        space = spaces.paper_grid_space(args.eps, args.potential_width)
+    else:
+        space = {
+            "lambda_ot": {"type": "loguniform", "low": args.lambda_ot_range[0], "high": args.lambda_ot_range[1]},
+            "lambda_ent": {"type": "loguniform", "low": args.lambda_ent_range[0], "high": args.lambda_ent_range[1]},
+            "eps": {"type": "loguniform", "low": args.eps_range[0], "high": args.eps_range[1]},
+            "potential_width": {"type": "choice", "values": args.widths},
+        }
+    return SearchOptions(task=task, num_samples=num_samples, search=args.search, space=space, base=base, seed=args.seed,
+                         early_stop=not args.no_early_stop, grace_period=args.grace_period,
+                         reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
+                         cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
+                         storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ssot.data.benchmarks import DATASETS, tasks_of
+
+    args = build_parser().parse_args(argv)
+    tasks, name = [args.task], args.name
+    if args.task in DATASETS:
+        tasks, name = tasks_of(args.task), args.name or f"ssot-{args.task}"
+    try:
+        for task in tasks:
+            outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
+            info = {"task": outcome.path.rsplit("/", 1)[-1]}
+            print("\n".join(summary_lines(outcome.trials, info)))
+            state = "finished" if outcome.finished else "interrupted: rerun with --resume to continue"
+            print(f"  {state}; table {outcome.path}/trials.csv" + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+    except SSOTError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""SSOT as a Ray Tune function trainable: one report (and one checkpoint) per epoch.
+
+The trial's ``params`` are a full :class:`ssot.config.SSOTConfig` as a dict (the searched fields
+sampled, the rest constant) plus private keys starting with ``_``:
+
+``_threads``
+    torch CPU threads of the trial (its CPU share, so concurrent trials do not oversubscribe).
+``_pretrain_cache``
+    a folder where the source-only model is stored once per pretraining config and seed: every
+    trial of a search starts adaptation from the same pretrained network instead of repeating
+    the pretraining (identical results, since pretraining does not depend on the searched fields).
+
+A diverging trial (non-finite loss) reports ``target_acc = 0.0`` (the worst accuracy: finite, so
+ASHA can cut it and Optuna can learn from it rather than leave the trial RUNNING), with
+``diverged = 1`` and the reason, then stops. Ray restarts a trial from its last checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from ray import tune
+
+from ssot.config import CONFIG_FIELDS, SSOTConfig
+from ssot.errors import DivergedError
+from ssot.trainer import Trainer
+
+#: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
+REPORTED = ("epoch", "target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
+            "outlier_mass", "n_pred_classes", "time_s")
+STATE_FILE = "trainer.pt"
+
+
+def config_of(params: dict[str, Any]) -> SSOTConfig:
+    """The SSOT config inside a trial's params (private ``_`` keys dropped)."""
+    return SSOTConfig.from_dict({k: v for k, v in params.items() if k in CONFIG_FIELDS}, source="trial config")
+
+
+def ssot_trainable(params: dict[str, Any]) -> None:
+    """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
+    config = config_of(params)
+    torch.set_num_threads(max(1, int(params.get("_threads", 1))))
+    trainer = Trainer(config)
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            trainer.load_state_dict(torch.load(Path(folder) / STATE_FILE, map_location=trainer.device, weights_only=False))
+    else:
+        _pretrain(trainer, params.get("_pretrain_cache"))
+    base = {"source_only_target_acc": trainer.record["source_only_target_acc"],
+            "source_outlier_share": trainer.record["source_outlier_share"]}
+    while trainer.epoch < config.epochs:
+        try:
+            metrics = trainer.adapt_epoch()
+        except DivergedError as exc:
+            tune.report({"epoch": trainer.epoch, "target_acc": 0.0, "diverged": 1, "reason": exc.reason, **base})
+            return
+        result = {k: float(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": ""} | base
+        result["epoch"] = int(metrics["epoch"])
+        with tempfile.TemporaryDirectory() as folder:
+            torch.save(trainer.state_dict(), Path(folder) / STATE_FILE)
+            tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+def trial_dirname(trial: Any) -> str:
+    """Short trial folder names (Ray's default repeats the whole config)."""
+    return f"trial_{trial.trial_id}"
+
+
+def _pretrain(trainer: Trainer, cache_dir: str | None) -> None:
+    """Pretrain, or load the source-only model another trial already stored in ``cache_dir``."""
+    if not cache_dir:
+        trainer.pretrain()
+        return
+    key = {k: getattr(trainer.config, k) for k in Trainer.PRETRAIN_FIELDS}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = Path(cache_dir) / f"pretrained-{digest}.pt"
+    if path.is_file():
+        try:
+            trainer.load_pretrained(torch.load(path, map_location=trainer.device, weights_only=False))
+            return
+        except Exception:  # noqa: BLE001 - a torn or stale cache file: recompute it
+            pass
+    trainer.pretrain()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save(trainer.pretrained_state(), tmp)
+    os.replace(tmp, path)  # atomic: concurrent trials never read a half-written file
