@@ -41,8 +41,8 @@ from analysis.frames import (
     final_results,
     heatmap_info,
     learning_curves,
-    param_pairs,
     paper_accuracy_path,
+    param_pairs,
     read_paper_accuracy,
     trial_table,
 )

@@ -54,12 +54,14 @@ PAGE = r"""<!DOCTYPE html>
     <label><input type="radio" name="mode" value="final" checked> final-epoch accuracy</label>
     <label><input type="radio" name="mode" value="best"> best accuracy reached</label>
   </span>
-  <label title="every experiment and both views on one page, e.g. to print"><input type="checkbox" id="show-all"> show all</label>
+  <label title="every experiment and both views on one page, e.g. to print">
+    <input type="checkbox" id="show-all"> show all</label>
   <span class="meta">Showing: <span class="mode-label" id="mode-label">$mode_final</span></span>
 </header>
 <main>
-<p class="meta">Results folder <code>$root</code>, generated $generated. Final-epoch view: $mode_final.
-Best-reached view: $mode_best; diverged and errored trials are in neither.
+<p class="meta">Results folder <code>$root</code>, generated $generated.
+Final-epoch view: $mode_final. Best-reached view: $mode_best;
+diverged and errored trials are in neither.
 Log axes are binned in decades: a value on an edge is in the cell that edge opens, the top of the
 range in the last cell. Empty cells have no trial; the star marks the best trial.</p>
 $warnings
@@ -152,14 +154,20 @@ var PLOT_CONFIG = $plot_config;
   for (var r = 0; r < radios.length; r++) { radios[r].addEventListener("change", update); }
   var picks = document.querySelectorAll("table.cross tr.pick");
   for (var q = 0; q < picks.length; q++) {
-    picks[q].addEventListener("click", function () { select.value = this.getAttribute("data-key"); update(); });
+    picks[q].addEventListener("click", function () {
+      select.value = this.getAttribute("data-key");
+      update();
+    });
   }
   var buttons = document.querySelectorAll("button.copy");
   for (var b = 0; b < buttons.length; b++) {
     buttons[b].addEventListener("click", function () {
       var button = this;
       var text = document.getElementById(button.getAttribute("data-target")).textContent;
-      function done() { button.textContent = "Copied"; setTimeout(function () { button.textContent = "Copy"; }, 1500); }
+      function done() {
+        button.textContent = "Copied";
+        setTimeout(function () { button.textContent = "Copy"; }, 1500);
+      }
       if (navigator.clipboard && window.isSecureContext) {
         navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
       } else { fallbackCopy(text); done(); }

@@ -34,13 +34,13 @@ from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
 from analysis._template import PAGE
-from analysis.experiments import Experiment, Problem, load_experiments
+from analysis.experiments import STATUSES, Experiment, Problem, load_experiments
 from analysis.figures import (
     heatmap_figure,
     importance_figure,
     learning_curves_figure,
-    param_label,
     parallel_figure,
+    param_label,
 )
 from analysis.frames import (
     MODE_LABELS,
@@ -243,7 +243,7 @@ def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str]) -> str:
     rows = []
     for row in table.to_dict("records"):
         counts = " / ".join(
-            str(row[f"n_{s}"]) for s in ("completed", "early-stopped", "diverged", "errored", "running")
+            str(row[f"n_{status}"]) for status in STATUSES
         )
         delta = row["delta"]
         tone = "" if pd.isna(delta) else (" good" if delta >= 0 else " bad")
@@ -338,7 +338,9 @@ def export_images(
         images are then skipped, nothing else is affected.
     """
     if image_format not in ("png", "svg"):
-        raise ValueError(f"The 'image_format' parameter must be 'png' or 'svg'. Got {image_format!r} instead.")
+        raise ValueError(
+            f"The 'image_format' parameter must be 'png' or 'svg'. Got {image_format!r} instead."
+        )
     if not figures:
         return [], []
     paths = [path.with_suffix(f".{image_format}") for path in figures]
@@ -352,7 +354,7 @@ def export_images(
         folder.mkdir(parents=True, exist_ok=True)
         pio.write_images(
             [_static_version(f) for f in figures.values()], paths, format=image_format,
-            scale=2 if image_format == "png" else 1, **{k: [v] * len(paths) for k, v in _STATIC_SIZE.items()},
+            scale=2 if image_format == "png" else 1,
         )
     except Exception as exc:  # kaleido raises many kinds (browser missing, timeouts, ...)
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -368,7 +370,7 @@ def export_images(
 
 
 def _static_version(figure: go.Figure) -> go.Figure:
-    """A copy sized for a page, without the interactive-only margin notes changed."""
+    """A copy of the figure at a fixed size, fit for a page."""
     copy = go.Figure(figure)
     copy.update_layout(height=_STATIC_SIZE["height"], width=_STATIC_SIZE["width"])
     return copy

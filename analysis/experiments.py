@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -353,7 +352,9 @@ def read_trials(path: Path, problems: list[Problem]) -> pd.DataFrame | None:
         The usable rows sorted by trial and epoch, or None when nothing is usable.
     """
     if not path.is_file():
-        problems.append(Problem(path, "file is missing; the experiment has no results yet", "error"))
+        problems.append(
+            Problem(path, "file is missing; the experiment has no results yet", "error")
+        )
         return None
     bad_lines: list[list[str]] = []
 
@@ -498,7 +499,9 @@ def load_experiment(folder: Path) -> tuple[Experiment | None, list[Problem]]:
     space = _space_from_meta(meta, trials, meta_path, problems)
     experiment = Experiment(folder, dict(meta), space, trials, best_config, problems)
     if "task" not in meta:
-        problems.append(Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}"))
+        problems.append(
+            Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}")
+        )
     return experiment, problems
 
 

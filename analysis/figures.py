@@ -224,7 +224,8 @@ def learning_curves_figure(curves: pd.DataFrame, max_epochs: int, title: str = "
             go.Scatter(
                 x=line["epoch"], y=acc, mode="lines", name=f"{status} ({n_trials})",
                 legendgroup=status, line={"color": style["color"], "width": 1.2},
-                opacity=0.55, customdata=list(zip(line["trial_id"], line["config"])),
+                opacity=0.55,
+                customdata=list(zip(line["trial_id"], line["config"], strict=True)),
                 hovertemplate=(
                     "trial %{customdata[0]}<br>epoch %{x}: %{y:.2f}%<br>%{customdata[1]}"
                     f"<extra>{status}</extra>"
@@ -273,7 +274,8 @@ def _axis_scale(
         choices += sorted(extra, key=str)
         n = max(len(choices) - 1, 1)
         index = [next(i for i, c in enumerate(choices) if _same(v, c)) for v in values]
-        return np.asarray(index, dtype=float) / n, [(i / n, format_value(c)) for i, c in enumerate(choices)]
+        ticks = [(i / n, format_value(c)) for i, c in enumerate(choices)]
+        return np.asarray(index, dtype=float) / n, ticks
     numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     low = min(float(spec.low), float(np.nanmin(numeric)))  # type: ignore[arg-type]
     high = max(float(spec.high), float(np.nanmax(numeric)))  # type: ignore[arg-type]
@@ -333,7 +335,8 @@ def parallel_figure(
         columns.append(position)
         ticks.append(axis_ticks)
     columns.append((acc - acc_low) / acc_span)
-    ticks.append([((v - acc_low) / acc_span, f"{v:.1f}") for v in np.linspace(acc_low, acc_high, 5)])
+    acc_ticks = np.linspace(acc_low, acc_high, 5)
+    ticks.append([((v - acc_low) / acc_span, f"{v:.1f}") for v in acc_ticks])
     names = [param_label(p) for p in params] + ["target acc (%)"]
     matrix = np.stack(columns, axis=1)
     level = np.minimum(((acc - acc_low) / acc_span * n_colors).astype(int), n_colors - 1)
@@ -342,7 +345,7 @@ def parallel_figure(
     x_positions = list(range(len(names)))
     hover_rows = [
         f"trial {t}<br>acc {a:.2f}%<br>{c}"
-        for t, a, c in zip(results["trial_id"], acc, results["config"])
+        for t, a, c in zip(results["trial_id"], acc, results["config"], strict=True)
     ]
     for step in range(n_colors):
         rows = np.flatnonzero(level == step)
@@ -377,7 +380,7 @@ def parallel_figure(
     annotations = [
         {"x": x, "y": position, "text": label, "showarrow": False, "xanchor": "right",
          "xshift": -4, "font": {"size": 10, "color": "#333"}, "bgcolor": "rgba(255,255,255,0.7)"}
-        for x, axis_ticks in zip(x_positions, ticks)
+        for x, axis_ticks in zip(x_positions, ticks, strict=True)
         for position, label in axis_ticks
     ]
     figure.update_layout(

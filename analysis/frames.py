@@ -17,12 +17,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from analysis.experiments import Experiment, ParamSpec, Problem
+from analysis.experiments import STATUSES, Experiment, ParamSpec, Problem
 
 __all__ = [
     "Mode",
@@ -58,7 +58,7 @@ _USABLE = ("completed", "early-stopped", "running")
 
 #: How to bin continuous axes: ``"decades"`` (edges at powers of ten on log axes, 5 equal bins on
 #: linear axes), a number of equal-width bins (in log space on log axes), or explicit edges.
-Bins = Union[Literal["decades"], int, Sequence[float]]
+Bins = Literal["decades"] | int | Sequence[float]
 
 _PAPER_FILE = "paper_accuracy.csv"
 
@@ -70,11 +70,12 @@ def format_value(value: Any) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        if not math.isfinite(value):
-            return str(value)
-        if float(value).is_integer() and abs(value) < 1e6:
-            return str(int(value))
-        return f"{float(value):.3g}"
+        number = float(value)
+        if not math.isfinite(number):
+            return str(number)
+        if number.is_integer() and abs(number) < 1e6:
+            return str(int(number))
+        return f"{number:.3g}"
     return str(value)
 
 
@@ -171,7 +172,9 @@ def final_results(table: pd.DataFrame, mode: Mode = "final") -> pd.DataFrame:
     elif mode == "best":
         selected = table[table["status"].isin(_USABLE)].assign(acc=lambda t: t["best_acc"])
     else:
-        raise ValueError(f"The 'mode' parameter must be one of {list(MODES)}. Got {mode!r} instead.")
+        raise ValueError(
+            f"The 'mode' parameter must be one of {list(MODES)}. Got {mode!r} instead."
+        )
     selected = selected.dropna(subset=["acc"])
     return selected.sort_values(["acc", "trial_id"], ascending=[False, True]).reset_index(drop=True)
 
@@ -250,7 +253,7 @@ class AxisBins:
         index = np.searchsorted(edges, snapped, side="right") - 1
         index[snapped == edges[-1]] = len(edges) - 2
         index[(snapped < edges[0]) | (snapped > edges[-1]) | np.isnan(snapped)] = -1
-        return index.astype(int)
+        return np.asarray(index, dtype=int)
 
     def _assign_exact(self, raw: Sequence[Any] | pd.Series, array: np.ndarray) -> np.ndarray:
         numeric = [v for v in self.values if isinstance(v, (int, float, np.number))]
@@ -303,11 +306,13 @@ def _interval_labels(edges: Sequence[float]) -> tuple[str, ...]:
     last = len(edges) - 2
     return tuple(
         f"[{format_value(lo)}, {format_value(hi)}{']' if i == last else ')'}"
-        for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
+        for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))
     )
 
 
-def axis_bins(spec: ParamSpec, observed: Sequence[Any] | pd.Series = (), bins: Bins = "decades") -> AxisBins:
+def axis_bins(
+    spec: ParamSpec, observed: Sequence[Any] | pd.Series = (), bins: Bins = "decades"
+) -> AxisBins:
     """Build the cells of a heatmap axis for one hyperparameter.
 
     Parameters
@@ -334,8 +339,8 @@ def axis_bins(spec: ParamSpec, observed: Sequence[Any] | pd.Series = (), bins: B
     data = pd.to_numeric(pd.Series(observed), errors="coerce").dropna()
     if spec.kind == "log":
         data = data[data > 0]
-    low = min([spec.low] + data.tolist())  # type: ignore[list-item]
-    high = max([spec.high] + data.tolist())  # type: ignore[list-item]
+    low = min([spec.low] + data.tolist())
+    high = max([spec.high] + data.tolist())
     edges = _continuous_edges(spec.kind, float(low), float(high), bins)
     return AxisBins(spec.name, spec.kind, _interval_labels(edges), edges=tuple(edges))
 
@@ -509,6 +514,20 @@ def read_paper_accuracy(
     return paper
 
 
+def _paper_row(paper: pd.DataFrame, task: str) -> dict[str, Any]:
+    """The paper's numbers for a task (NaN and ``""`` when the paper does not report it)."""
+    if task in paper.index:
+        row = paper.loc[task]
+        return {
+            "dataset": str(row["dataset"]), "ssot_acc": float(row["ssot_acc"]),
+            "source_only_acc": float(row["source_only_acc"]),
+            "best_other_method": str(row["best_other_method"]),
+            "best_other_acc": float(row["best_other_acc"]),
+        }
+    return {"dataset": "", "ssot_acc": np.nan, "source_only_acc": np.nan,
+            "best_other_method": "", "best_other_acc": np.nan}
+
+
 def cross_task_table(
     experiments: Sequence[Experiment], paper: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -529,26 +548,21 @@ def cross_task_table(
         table = trial_table(experiment)
         final, best = final_results(table, "final"), final_results(table, "best")
         counts = table["status"].value_counts()
-        reported = paper.loc[experiment.task] if experiment.task in paper.index else None
+        reported = _paper_row(paper, experiment.task)
         row: dict[str, Any] = {
             "experiment": experiment.key, "task": experiment.task,
-            "dataset": experiment.dataset or (reported["dataset"] if reported is not None else ""),
-            "name": experiment.name, "search": experiment.search, "status": experiment.status,
-            "n_trials": len(table),
+            "dataset": experiment.dataset or reported["dataset"], "name": experiment.name,
+            "search": experiment.search, "status": experiment.status, "n_trials": len(table),
         }
-        row.update({f"n_{status}": int(counts.get(status, 0)) for status in _STATUS_ORDER})
+        row.update({f"n_{status}": int(counts.get(status, 0)) for status in STATUSES})
         row["best_final"] = 100 * final["acc"].iloc[0] if len(final) else np.nan
         row["best_reached"] = 100 * best["acc"].iloc[0] if len(best) else np.nan
         row["best_trial"] = str(final["trial_id"].iloc[0]) if len(final) else ""
-        row["paper_ssot"] = float(reported["ssot_acc"]) if reported is not None else np.nan
+        row["paper_ssot"] = reported["ssot_acc"]
         row["delta"] = row["best_final"] - row["paper_ssot"]
-        row["paper_source_only"] = (
-            float(reported["source_only_acc"]) if reported is not None else np.nan
-        )
-        row["best_other_method"] = str(reported["best_other_method"]) if reported is not None else ""
-        row["best_other"] = float(reported["best_other_acc"]) if reported is not None else np.nan
+        row["paper_source_only"] = reported["source_only_acc"]
+        row["best_other_method"] = reported["best_other_method"]
+        row["best_other"] = reported["best_other_acc"]
         rows.append(row)
     return pd.DataFrame(rows)
 
-
-_STATUS_ORDER = ("completed", "early-stopped", "diverged", "errored", "running")

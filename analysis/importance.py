@@ -70,8 +70,8 @@ def optuna_distribution(spec: ParamSpec, observed: pd.Series) -> BaseDistributio
         low, high = float(values.min()), float(values.max())
         log = low > 0 and high / low > 10
     else:
-        low = float(min([spec.low, *values.tolist()]))  # type: ignore[list-item]
-        high = float(max([spec.high, *values.tolist()]))  # type: ignore[list-item]
+        low = float(min([spec.low, *values.tolist()]))
+        high = float(max([spec.high, *values.tolist()]))
         log = spec.kind == "log"
     if high <= low:
         return None

@@ -155,7 +155,7 @@ def trial_rows(
     search: str,
     trial_id: str,
     config: Mapping[str, float],
-    accuracies: Sequence[float],
+    accuracies: Sequence[float] | np.ndarray,
     status: str,
     reason: str = "",
 ) -> list[dict[str, Any]]:

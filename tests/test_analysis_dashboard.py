@@ -60,7 +60,7 @@ def _digest(root: Path) -> dict[str, str]:
 def test_dashboard_is_self_contained(dashboard: Path) -> None:
     page = dashboard.read_text(encoding="utf-8")
     assert dashboard.name == "dashboard.html"
-    assert "<script src" not in page and "cdn.plot.ly" not in page.replace("https://cdn.plot.ly", "")
+    assert not re.search(r"<script[^>]+src=", page)
     assert "Plotly" in page and len(page) > 3_000_000  # plotly.js itself is inlined
     assert not re.search(r"<(link|img|iframe)[^>]+(href|src)=\"https?:", page)
 
@@ -124,7 +124,8 @@ def test_missing_kaleido_is_one_warning(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "kaleido", None)  # makes "import kaleido" fail
     written, problems = export_images({tmp_path / "fig" / "a": go.Figure()}, "png")
     assert written == [] and len(problems) == 1
-    assert problems[0].path == tmp_path / "fig" and "kaleido is not installed" in problems[0].message
+    assert problems[0].path == tmp_path / "fig"
+    assert "kaleido is not installed" in problems[0].message
     assert "HTML dashboard is complete" in problems[0].message
 
 
@@ -248,7 +249,9 @@ def _console_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (apt-get install chromium)"
+)
 def test_dashboard_renders_in_headless_chromium(dashboard: Path, tmp_path: Path) -> None:
     # every experiment, both views
     dom, log = _open_in_chromium(dashboard, "#view=all", tmp_path / "profile")
