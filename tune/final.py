@@ -1,0 +1,230 @@
+"""Final multi-seed runs of exported configs, and the results table beside the paper.
+
+    python tune/final.py CONFIG_DIR --seeds 0 1 2 --out RESULTS_DIR
+    python tune/final.py configs/P2I.json configs/A2W.json --seeds 0 1 2 --out RESULTS_DIR
+    python tune/final.py CONFIG_DIR --seeds 0 1 --epochs 1 --device cpu --out /tmp/check   # quick check
+
+Each config (a ``<task>.json`` written by ``tune/export.py``, or any config file) is trained once
+per seed with :func:`ssot.trainer.run`. Each run record is written to
+``RESULTS_DIR/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
+there is reused instead of retrained, so an interrupted final run continues where it stopped by
+rerunning the same command. The table (:mod:`tune.results`) is written to
+``RESULTS_DIR/results.csv`` and ``RESULTS_DIR/results.md``; existing tables are never
+overwritten. User errors print one line and exit with status 2; the status is 1 when a run did
+not complete (diverged).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ssot.config import SSOTConfig
+from ssot.errors import SSOTError
+from tune.results import ResultsError, check_new, result_paths, results_table, to_markdown, write_results
+
+__all__ = [
+    "RUNS_DIR",
+    "RUNTIME_FIELDS",
+    "collect_configs",
+    "apply_overrides",
+    "run_record_path",
+    "read_run_record",
+    "final_runs",
+    "run_all",
+    "main",
+]
+
+#: Sub-folder of the results folder holding one run record per (task, seed).
+RUNS_DIR = "runs"
+
+#: Config fields that choose where or how fast a run executes, not what it computes: a reused
+#: run record may differ from the requested config in these.
+RUNTIME_FIELDS: tuple[str, ...] = ("device", "num_workers", "data_root", "eval_batch_size")
+
+Log = Callable[[str], None]
+
+
+# ------------------------------------------------------------------------------------ configs
+def collect_configs(paths: Sequence[str | Path]) -> list[tuple[Path, SSOTConfig]]:
+    """The configs named by ``paths``: JSON files, or folders of ``*.json`` files (sorted).
+
+    Raises
+    ------
+    SSOTError
+        If a path is missing, a folder holds no JSON file, a config is invalid, or two configs
+        are for the same task (their run records would collide).
+    """
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.json") if p.is_file())
+            if not found:
+                raise ResultsError(f"The config folder {path} holds no *.json file. Export configs with tune/export.py first.")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ResultsError(f"The config path {path} does not exist. Pass config files or a folder written by tune/export.py.")
+    configs = [(f, SSOTConfig.from_json(f)) for f in files]
+    seen: dict[str, Path] = {}
+    for f, config in configs:
+        if config.task in seen:
+            raise ResultsError(f"The configs {seen[config.task]} and {f} are both for task {config.task!r}; pass one config per task.")
+        seen[config.task] = f
+    return configs
+
+
+def apply_overrides(config: SSOTConfig, *, epochs: int | None = None, device: str | None = None) -> SSOTConfig:
+    """``config`` with the quick-check overrides that are not ``None`` applied (validated)."""
+    changes: dict[str, Any] = {"epochs": epochs, "device": device}
+    return config.replace(**{k: v for k, v in changes.items() if v is not None})
+
+
+# ------------------------------------------------------------------------------------ run records
+def run_record_path(out_dir: str | Path, task: str, seed: int) -> Path:
+    """``out_dir/runs/<task>_seed<seed>.json``."""
+    return Path(out_dir) / RUNS_DIR / f"{task}_seed{seed}.json"
+
+
+def read_run_record(path: Path, expected: SSOTConfig) -> dict[str, Any]:
+    """Read a run record written earlier and check that it ran ``expected``.
+
+    Raises
+    ------
+    ResultsError
+        If the file is unreadable or not a finished run record, or its config differs from
+        ``expected`` in a field other than :data:`RUNTIME_FIELDS`.
+    """
+    hint = "move it away to retrain this seed"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"The run record {path} cannot be read ({exc}); {hint}.") from None
+    if not isinstance(record, dict) or not {"config", "epochs", "status"} <= set(record):
+        raise ResultsError(f"{path} is not a run record (no config, epochs and status); {hint}.")
+    stored, wanted = record["config"], expected.to_dict()
+    differ = sorted(k for k in wanted if k not in RUNTIME_FIELDS and stored.get(k) != wanted[k])
+    if differ:
+        detail = ", ".join(f"{k}={stored.get(k)!r} instead of {wanted[k]!r}" for k in differ[:3])
+        raise ResultsError(f"The run record {path} was trained with {detail}; {hint}, or pass the same config and flags.")
+    return record
+
+
+def _write_new_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` to ``path`` atomically; never replaces an existing file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    try:
+        os.link(tmp, path)  # fails if path exists
+    except FileExistsError:
+        raise ResultsError(f"{path} appeared while training; the new run is kept in {tmp}.") from None
+    except OSError:  # file system without hard links
+        if path.exists():
+            raise ResultsError(f"{path} appeared while training; the new run is kept in {tmp}.") from None
+        os.replace(tmp, path)
+        return
+    tmp.unlink()
+
+
+def _describe(task: str, seed: int, record: dict[str, Any]) -> str:
+    final = record["epochs"][-1]["target_acc"] if record["epochs"] else None
+    base = record.get("source_only_target_acc")
+    acc = f"target_acc {final:.4f}" if final is not None else "no adaptation epoch"
+    base_text = f"source-only {base:.4f}" if base is not None else "no source-only accuracy"
+    reason = f": {record.get('reason')}" if record["status"] != "completed" else ""
+    return f"{task} seed {seed}: {acc} ({base_text}), {record['status']}{reason}"
+
+
+def final_runs(config: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
+               log: Log = print) -> list[dict[str, Any]]:
+    """Train ``config`` once per seed, or reuse the run records already in ``out_dir/runs``.
+
+    Parameters
+    ----------
+    config : SSOTConfig
+        The config to run (its ``seed`` is replaced by each seed).
+    seeds : sequence of int
+        The seeds.
+    out_dir : str or Path
+        The results folder; each new record is written to :func:`run_record_path` as soon as
+        its run ends.
+    log : callable
+        Receives one progress line per seed.
+
+    Returns
+    -------
+    list of dict
+        The run records, in the order of ``seeds``.
+    """
+    from ssot.trainer import run  # torch is imported only when something trains
+
+    records = []
+    for seed in seeds:
+        cfg = config.replace(seed=seed)
+        path = run_record_path(out_dir, cfg.task, seed)
+        if path.exists():
+            record = read_run_record(path, cfg)
+            log(f"{_describe(cfg.task, seed, record)} [reused {path}]")
+        else:
+            start = time.perf_counter()
+            record = run(cfg)
+            _write_new_json(path, record)
+            log(f"{_describe(cfg.task, seed, record)} [{time.perf_counter() - start:.1f} s, wrote {path}]")
+        records.append(record)
+    return records
+
+
+def run_all(configs: Sequence[SSOTConfig], seeds: Sequence[int], out_dir: str | Path, *,
+            log: Log = print) -> dict[str, list[dict[str, Any]]]:
+    """:func:`final_runs` for every config; returns task -> run records (in config order)."""
+    return {config.task: final_runs(config, seeds, out_dir, log=log) for config in configs}
+
+
+# ------------------------------------------------------------------------------------ command line
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python tune/final.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="+", type=Path, help="config files, or folders of <task>.json (tune/export.py --out)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the final runs (default: 0 1 2)")
+    parser.add_argument("--out", type=Path, required=True, help="results folder: runs/, results.csv, results.md")
+    parser.add_argument("--epochs", type=int, help="override the configs' adaptation epochs (quick checks)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="override the configs' device")
+    return parser
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if len(set(args.seeds)) != len(args.seeds):
+            raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, args.seeds))} instead.")
+        check_new(list(result_paths(args.out)))
+        configs = [apply_overrides(c, epochs=args.epochs, device=args.device) for _, c in collect_configs(args.configs)]
+        records = run_all(configs, args.seeds, args.out)
+        table = results_table(records)
+        csv_path, md_path = write_results(table, args.out)
+    except SSOTError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted; finished runs are kept in {args.out / RUNS_DIR}, rerun the same command to continue", file=sys.stderr)
+        return 130
+    print(to_markdown(table), end="")
+    print(f"wrote {csv_path} and {md_path}")
+    statuses = [r["status"] for rs in records.values() for r in rs]
+    return 0 if all(s == "completed" for s in statuses) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
