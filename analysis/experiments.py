@@ -226,9 +226,15 @@ class Experiment:
     space : dict of str to ParamSpec
         The hyperparameters found in both the space and ``trials.csv``, in :data:`PARAM_ORDER`.
     trials : pandas.DataFrame
-        The usable rows of ``trials.csv`` (one per trial and epoch), sorted by trial and epoch.
+        The usable rows of ``trials.csv`` (one per trial and epoch, ``epoch`` an int), sorted
+        by trial and epoch.
     best_config : dict or None
         The content of ``best_config.json``, or None if it is absent or unreadable.
+    problems : list of Problem
+        What was wrong with this experiment's files.
+    unstarted : pandas.DataFrame
+        One row per trial that recorded no epoch (e.g. errored while starting), with its
+        hyperparameters, ``status`` and ``reason``; such trials are counted, never drawn.
     """
 
     path: Path
@@ -237,6 +243,7 @@ class Experiment:
     trials: pd.DataFrame
     best_config: dict[str, Any] | None = None
     problems: list[Problem] = field(default_factory=list)
+    unstarted: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def task(self) -> str:
@@ -334,10 +341,12 @@ def _read_json(path: Path, problems: list[Problem], *, required: bool) -> dict[s
 def read_trials(path: Path, problems: list[Problem]) -> pd.DataFrame | None:
     """Read ``trials.csv``, dropping and reporting rows that cannot be used.
 
-    Rows with the wrong number of fields (a corrupt line), or with a missing ``trial_id``,
-    ``epoch``, ``target_acc`` or ``status`` (a line cut short because the file was truncated or
-    is still being written) are dropped with one :class:`Problem` naming the file and the line
-    numbers. Duplicated (trial, epoch) rows, as left by a resumed trial, keep the last one.
+    Rows with the wrong number of fields (a corrupt line), or without ``trial_id`` or ``status``
+    (a line cut short because the file was truncated or is still being written) are dropped with
+    one :class:`Problem` naming the file and the trials concerned. A row without ``epoch`` and
+    ``target_acc`` is kept: it stands for a trial that ended before its first epoch (tune/ writes
+    one such row for it). Duplicated (trial, epoch) rows, as left by a resumed trial, keep the
+    last one.
 
     Parameters
     ----------
@@ -349,7 +358,8 @@ def read_trials(path: Path, problems: list[Problem]) -> pd.DataFrame | None:
     Returns
     -------
     pandas.DataFrame or None
-        The usable rows sorted by trial and epoch, or None when nothing is usable.
+        The usable rows sorted by trial and epoch (``epoch`` is NaN on the row of a trial that
+        recorded no epoch), or None when nothing is usable.
     """
     if not path.is_file():
         problems.append(
@@ -401,7 +411,8 @@ def _clean_rows(
         if column in frame.columns:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     frame["status"] = frame["status"].str.strip()
-    incomplete = frame[list(REQUIRED_COLUMNS)].isna().any(axis=1)
+    incomplete = frame[["trial_id", "status"]].isna().any(axis=1)
+    incomplete |= frame["epoch"].isna() & frame["target_acc"].notna()
     dropped = int(incomplete.sum()) + n_bad
     if dropped:
         trial_ids = sorted(set(frame.loc[incomplete, "trial_id"].dropna()))
@@ -424,8 +435,7 @@ def _clean_rows(
             )
         )
         frame = frame[frame["status"].isin(STATUSES)]
-    frame["epoch"] = frame["epoch"].astype(int)
-    duplicated = frame.duplicated(["trial_id", "epoch"], keep="last")
+    duplicated = frame.duplicated(["trial_id", "epoch"], keep="last") & frame["epoch"].notna()
     if duplicated.any():
         problems.append(
             Problem(
@@ -497,7 +507,13 @@ def load_experiment(folder: Path) -> tuple[Experiment | None, list[Problem]]:
     elif (folder / BEST_CONFIG_FILE).is_file():
         best_config = _read_json(folder / BEST_CONFIG_FILE, problems, required=False)
     space = _space_from_meta(meta, trials, meta_path, problems)
-    experiment = Experiment(folder, dict(meta), space, trials, best_config, problems)
+    no_epoch = trials["epoch"].isna()
+    unstarted = trials[no_epoch & ~trials["trial_id"].isin(trials.loc[~no_epoch, "trial_id"])]
+    trials = trials[~no_epoch].astype({"epoch": int}).reset_index(drop=True)
+    experiment = Experiment(
+        folder, dict(meta), space, trials, best_config, problems,
+        unstarted.drop_duplicates("trial_id", keep="last").reset_index(drop=True),
+    )
     if "task" not in meta:
         problems.append(
             Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}")

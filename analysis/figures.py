@@ -167,9 +167,9 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
     axis = {"type": "category", "categoryorder": "array", "showgrid": False, "automargin": True}
     figure.update_layout(
         title=_title(title, subtitle), template=TEMPLATE, shapes=shapes,
-        xaxis={**axis, "title": {"text": param_label(info.x.param)},
+        xaxis={**axis, "title": {"text": param_label(info.x.param), "standoff": 8},
                "categoryarray": list(info.x.labels)},
-        yaxis={**axis, "title": {"text": param_label(info.y.param)},
+        yaxis={**axis, "title": {"text": param_label(info.y.param), "standoff": 8},
                "categoryarray": list(info.y.labels)},
         plot_bgcolor="#f4f4f4", height=460, margin={"t": 70, "b": 90},
         annotations=[

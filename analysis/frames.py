@@ -121,24 +121,34 @@ def trial_table(experiment: Experiment) -> pd.DataFrame:
         ``reached_final`` (``n_epochs >= max_epochs`` and not diverged or errored),
         ``final_acc`` (accuracy at the last epoch of a trial that reached it, else NaN),
         ``best_acc`` and ``best_epoch`` (best accuracy over its real epochs; the placeholder row
-        of a diverged trial is not one), ``config`` (its hyperparameters as text).
+        of a diverged trial is not one), ``config`` (its hyperparameters as text). A trial that
+        recorded no epoch has ``n_epochs`` 0 and NaN accuracies.
     """
     trials = experiment.trials
     params = list(experiment.space)
-    real = _without_placeholders(trials)
     grouped = trials.groupby("trial_id", sort=True)
     table = grouped[params + ["status"]].last()
     table["reason"] = grouped["reason"].agg(_last_reason) if "reason" in trials else ""
     table["n_epochs"] = grouped["epoch"].max().astype(int)
-    last_acc = grouped["target_acc"].last()
-    valid = real.dropna(subset=["target_acc"])
-    best_idx = valid.groupby("trial_id")["target_acc"].idxmax()
-    table["best_acc"] = valid.loc[best_idx].set_index("trial_id")["target_acc"]
-    table["best_epoch"] = valid.loc[best_idx].set_index("trial_id")["epoch"]
+    valid = _without_placeholders(trials).dropna(subset=["target_acc"])
+    best_rows = valid.loc[valid.groupby("trial_id")["target_acc"].idxmax()].set_index("trial_id")
+    table["best_acc"] = best_rows["target_acc"]
+    table["best_epoch"] = best_rows["epoch"]
     usable = table["status"].isin(_USABLE)
     table["reached_final"] = usable & (table["n_epochs"] >= experiment.max_epochs)
-    table["final_acc"] = last_acc.where(table["reached_final"])
+    table["final_acc"] = grouped["target_acc"].last().where(table["reached_final"])
     table = table.reset_index()
+    if len(experiment.unstarted):
+        unstarted = experiment.unstarted.reindex(columns=["trial_id", *params, "status", "reason"])
+        unstarted = unstarted.assign(n_epochs=0, reached_final=False, reason=lambda t: t["reason"]
+                                     .fillna("").astype(str))
+        table = pd.concat([table, unstarted], ignore_index=True) if len(table) else unstarted
+        table = table.sort_values("trial_id", kind="stable").reset_index(drop=True)
+    table = table.reindex(columns=[
+        "trial_id", *params, "status", "reason", "n_epochs", "best_acc", "best_epoch",
+        "reached_final", "final_acc",
+    ])
+    table["reached_final"] = table["reached_final"].astype(bool)
     table["config"] = [format_config(row, params) for row in table[params].to_dict("records")]
     table.insert(0, "task", experiment.task)
     table.insert(0, "experiment", experiment.key)

@@ -211,6 +211,26 @@ def test_running_trials_are_only_in_the_best_view(tmp_path: Path) -> None:
     assert sorted(final_results(table, "best")["trial_id"]) == ["r0", "r1"]
 
 
+def test_trials_that_recorded_no_epoch_are_counted_not_drawn(tmp_path: Path) -> None:
+    config = {"lambda_ot": 1.0, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 64}
+    rows = trial_rows("P2I", "tpe", "a", config, [0.5, 0.6, 0.7, 0.8], "completed")
+    # tune/ writes one row with empty epoch and metrics for a trial that never reported
+    rows.append({**rows[0], "trial_id": "b", "lambda_ot": 0.1, "epoch": math.nan,
+                 "target_acc": math.nan, "status": "errored", "reason": "CUDA out of memory"})
+    folder = write_experiment(tmp_path / "x" / "P2I", rows, task="P2I", search="tpe",
+                              space=TPE_SPACE, max_epochs=EPOCHS)
+    experiment, problems = load_experiment(folder)
+    assert problems == [] and experiment is not None
+    assert experiment.trials["trial_id"].unique().tolist() == ["a"]
+    assert experiment.trials["epoch"].tolist() == [1, 2, 3, 4]
+    table = trial_table(experiment).set_index("trial_id")
+    assert table.loc["b", "status"] == "errored" and table.loc["b", "n_epochs"] == 0
+    assert table.loc["b", "reason"] == "CUDA out of memory"
+    assert math.isnan(table.loc["b", "best_acc"]) and not table.loc["b", "reached_final"]
+    assert final_results(table.reset_index(), "best")["trial_id"].tolist() == ["a"]
+    assert learning_curves(experiment)["trial_id"].unique().tolist() == ["a"]
+
+
 def test_learning_curves_mark_the_last_real_epoch(results: Path) -> None:
     experiments, _ = load_experiments(results)
     curves = learning_curves(_by_task(experiments, "A2D"))
