@@ -44,6 +44,7 @@ from analysis.frames import (
     paper_accuracy_path,
     param_pairs,
     read_paper_accuracy,
+    source_only_accuracy,
     trial_table,
 )
 from analysis.importance import ImportanceInfo, importance_info
@@ -78,5 +79,6 @@ __all__ = [
     "paper_accuracy_path",
     "read_paper_accuracy",
     "read_trials",
+    "source_only_accuracy",
     "trial_table",
 ]

@@ -53,6 +53,7 @@ from analysis.frames import (
     learning_curves,
     param_pairs,
     read_paper_accuracy,
+    source_only_accuracy,
     trial_table,
 )
 from analysis.importance import importance_info
@@ -183,7 +184,8 @@ def _build_section(
                 static[stem] = figures[div_id]
     curves_id = f"{key}-curves"
     figures[curves_id] = learning_curves_figure(
-        learning_curves(experiment), experiment.max_epochs, f"{experiment.task}: learning curves"
+        learning_curves(experiment), experiment.max_epochs, f"{experiment.task}: learning curves",
+        source_only_accuracy(experiment),
     )
     others = [_plot_div(curves_id)]
     for mode in MODES:
@@ -237,7 +239,8 @@ def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str]) -> str:
     head = (
         "<tr><th>task</th><th>experiment</th><th>search</th><th>trials (done / ASHA-stopped / "
         "diverged / errored / running)</th><th>best final-epoch acc (%)</th>"
-        "<th>best acc reached (%)</th><th>paper SSOT (%)</th><th>&Delta; vs paper</th>"
+        "<th>best acc reached (%)</th><th>our source-only (%)</th><th>paper SSOT (%)</th>"
+        "<th>&Delta; vs paper</th>"
         "<th>paper source-only (%)</th><th>paper best other (%)</th></tr>"
     )
     rows = []
@@ -257,6 +260,7 @@ def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str]) -> str:
             f"{' (running)' if row['status'] == 'running' else ''}</td>"
             f"<td>{html.escape(row['search'])}</td><td>{counts}</td>"
             f"<td>{_percent(row['best_final'])}</td><td>{_percent(row['best_reached'])}</td>"
+            f"<td>{_percent(row['source_only'])}</td>"
             f"<td>{_percent(row['paper_ssot'])}</td><td class=\"delta{tone}\">"
             f"{_percent(delta, signed=True)}</td><td>{_percent(row['paper_source_only'])}</td>"
             f"<td>{other}</td></tr>"

@@ -194,7 +194,9 @@ def _with_gaps(curves: pd.DataFrame, columns: Sequence[str]) -> dict[str, list[A
     return out
 
 
-def learning_curves_figure(curves: pd.DataFrame, max_epochs: int, title: str = "") -> go.Figure:
+def learning_curves_figure(
+    curves: pd.DataFrame, max_epochs: int, title: str = "", source_only: float | None = None
+) -> go.Figure:
     """Target accuracy per epoch of every trial, coloured by status.
 
     The last epoch of an early-stopped trial carries an ``x`` (ASHA's stop), that of a diverged
@@ -208,6 +210,8 @@ def learning_curves_figure(curves: pd.DataFrame, max_epochs: int, title: str = "
         The search's last epoch (a dotted line).
     title : str
         Figure title.
+    source_only : float, optional
+        Target accuracy before adaptation, in [0, 1] (a dashed line).
     """
     subtitle = "target accuracy per epoch of every trial; markers: where a trial stopped"
     if curves.empty:
@@ -249,6 +253,12 @@ def learning_curves_figure(curves: pd.DataFrame, max_epochs: int, title: str = "
             )
     if max_epochs:
         figure.add_vline(x=max_epochs, line={"dash": "dot", "color": "#999", "width": 1})
+    if source_only is not None:
+        figure.add_hline(
+            y=100 * source_only, line={"dash": "dash", "color": "#555", "width": 1},
+            annotation_text=f"source only {100 * source_only:.1f}%",
+            annotation_position="bottom right", annotation_font_size=10,
+        )
     figure.update_layout(
         title=_title(title, subtitle), template=TEMPLATE, height=460,
         xaxis={"title": {"text": "epoch"}, "rangemode": "tozero"},

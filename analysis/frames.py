@@ -34,6 +34,7 @@ __all__ = [
     "trial_table",
     "final_results",
     "learning_curves",
+    "source_only_accuracy",
     "axis_bins",
     "heatmap_info",
     "param_pairs",
@@ -210,6 +211,18 @@ def learning_curves(experiment: Experiment) -> pd.DataFrame:
     out["config"] = out["trial_id"].map(configs)
     out["is_last"] = ~out["trial_id"].duplicated(keep="last")
     return out.reset_index(drop=True)
+
+
+def source_only_accuracy(experiment: Experiment) -> float | None:
+    """Target accuracy before adaptation (the median of ``source_only_target_acc``), if recorded.
+
+    ``tune/`` may add this optional column to ``trials.csv``: the accuracy of the
+    source-pretrained model on the target, the baseline that adaptation must beat.
+    """
+    if "source_only_target_acc" not in experiment.trials:
+        return None
+    values = pd.to_numeric(experiment.trials["source_only_target_acc"], errors="coerce").dropna()
+    return float(values.median()) if len(values) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,7 +562,8 @@ def cross_task_table(
         One row per experiment: ``experiment``, ``task``, ``dataset``, ``name``, ``search``,
         ``status``, the number of trials per status (``n_completed``, ``n_early-stopped``, ...),
         ``best_final`` and ``best_reached`` (%, NaN when no trial qualifies), ``best_trial``
-        (of ``best_final``), ``paper_ssot``, ``delta`` (``best_final - paper_ssot``),
+        (of ``best_final``), ``source_only`` (our accuracy before adaptation, % or NaN),
+        ``paper_ssot``, ``delta`` (``best_final - paper_ssot``),
         ``paper_source_only``, ``best_other_method``, ``best_other``.
     """
     paper = paper if paper is not None else pd.DataFrame()
@@ -568,6 +582,8 @@ def cross_task_table(
         row["best_final"] = 100 * final["acc"].iloc[0] if len(final) else np.nan
         row["best_reached"] = 100 * best["acc"].iloc[0] if len(best) else np.nan
         row["best_trial"] = str(final["trial_id"].iloc[0]) if len(final) else ""
+        source_only = source_only_accuracy(experiment)
+        row["source_only"] = 100 * source_only if source_only is not None else np.nan
         row["paper_ssot"] = reported["ssot_acc"]
         row["delta"] = row["best_final"] - row["paper_ssot"]
         row["paper_source_only"] = reported["source_only_acc"]

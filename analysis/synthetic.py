@@ -169,7 +169,8 @@ def trial_rows(
                 "loss_total": round(1.5 / epoch, 4), "loss_ce": round(1.0 / epoch, 4),
                 "loss_ot": round(0.3 / epoch, 4), "loss_ent": round(0.2 / epoch, 4),
                 "ot_value": round(0.5 / epoch, 4), "outlier_mass": round(0.2 / epoch, 4),
-                "n_pred_classes": 6, "status": status, "reason": reason,
+                "n_pred_classes": 6, "source_only_target_acc": 0.55, "status": status,
+                "reason": reason,
             }
         )
     return rows

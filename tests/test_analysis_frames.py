@@ -355,6 +355,7 @@ def test_cross_task_table_beside_the_paper(results: Path, tmp_path: Path) -> Non
     row = table.loc["A2D/tpe-exp"]
     assert row["best_final"] == pytest.approx(90.0) and row["best_reached"] == pytest.approx(95.0)
     assert row["paper_ssot"] == 98.7 and row["delta"] == pytest.approx(90.0 - 98.7)
+    assert row["source_only"] == pytest.approx(55.0)  # the optional source_only_target_acc
     assert (row["n_completed"], row["n_early-stopped"], row["n_diverged"], row["n_errored"]) == (
         4, 1, 1, 1)
     problems: list[Problem] = []
