@@ -354,6 +354,7 @@ def export_images(
     except ImportError:
         return [], [Problem(folder, "static images skipped: kaleido is not installed "
                                     "(pip install kaleido); the HTML dashboard is complete")]
+    created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         pio.write_images(
@@ -362,6 +363,8 @@ def export_images(
         )
     except Exception as exc:  # kaleido raises many kinds (browser missing, timeouts, ...)
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if created and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # leave no empty folder behind
         return [], [
             Problem(
                 folder,

@@ -109,6 +109,23 @@ def test_experiment_files_are_never_touched(results: Path, dashboard: Path) -> N
     assert after == before
 
 
+def test_running_and_unreadable_experiments_are_flagged(tmp_path: Path) -> None:
+    running = write_edge_tpe(tmp_path / "run-exp" / "I2P", task="I2P")
+    meta = json.loads((running / "experiment.json").read_text())
+    (running / "experiment.json").write_text(json.dumps({**meta, "status": "running"}))
+    (running / "best_config.json").unlink()
+    (tmp_path / "bad" / "C2I").mkdir(parents=True)
+    (tmp_path / "bad" / "C2I" / "experiment.json").write_text('{"task": ')
+    result = build_dashboard(tmp_path, images=False)
+    assert result.n_experiments == 1
+    page = result.path.read_text(encoding="utf-8")
+    box = re.search(r'<div id="warnings" class="warnings">(.*?)</div>', page, re.S)
+    assert box is not None and "Warnings (2)" in box.group(1)
+    assert str(running / "experiment.json") in box.group(1) and "still running" in box.group(1)
+    assert str(tmp_path / "bad" / "C2I" / "experiment.json") in box.group(1)
+    assert "tpe-exp (running)" in page and "no best_config.json yet" in page
+
+
 def test_no_experiment_raises(tmp_path: Path) -> None:
     with pytest.raises(NoExperimentsError):
         build_dashboard(tmp_path, images=False)
