@@ -43,7 +43,8 @@ class SearchOptions:
     """Everything a search needs (the command line fills it; tests build it directly).
 
     ``base`` overrides the task's default config (e.g. ``{"epochs": 10}``); ``space`` maps config
-    fields to specs (see :mod:`tune.space`). ``gpus_per_trial=None`` means one GPU per trial when
+    fields to specs (see :mod:`tune.space`). ``num_samples`` is the number of trials, or for a
+    grid search the number of repeats of the whole grid. ``gpus_per_trial=None`` means one GPU per trial when
     the cluster has GPUs, else none.
     """
 

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python tune/search.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--task", required=True, help="a task (digits, A2W, P2I, Ar2Cl, S2R...) or a dataset (office31, imageclef, officehome, visda2017)")
-    p.add_argument("--num-samples", type=int, default=20, help="trials per task (grid: repeats of the grid)")
+    p.add_argument("--num-samples", type=int, help="trials per task (default 20); with --search grid: repeats of the grid (default 1)")
     p.add_argument("--search", choices=["tpe", "grid", "random"], default="tpe")
     g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
     g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-3, 10.0])
@@ -83,7 +83,7 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
     if args.data_root:
         base["data_root"] = args.data_root
     base.setdefault("seed", args.seed)
-    num_samples = args.num_samples
+    num_samples = args.num_samples if args.num_samples is not None else (1 if args.search == "grid" else 20)
     if args.smoke_test:
         base.update(epochs=2, pretrain_epochs=1, iters_per_epoch=5)
         num_samples = 2

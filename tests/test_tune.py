@@ -1,0 +1,185 @@
+"""The search with a real local Ray (2 CPUs) on the embedded digits task."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ssot.config import SSOTConfig
+from ssot.errors import ConfigError, SSOTError
+from ssot.trainer import Trainer
+from tune import space as spaces
+from tune.experiment import SearchOptions, final_results, run_search
+
+REPO = Path(__file__).resolve().parents[1]
+SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
+QUICK = {"epochs": 3, "pretrain_epochs": 2, "iters_per_epoch": 8}
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _intervals(path: str) -> list[tuple[float, float]]:
+    spans = []
+    for result in Path(path).glob("trial_*/result.json"):
+        rows = [json.loads(line) for line in result.read_text().splitlines() if line.strip()]
+        spans.append((rows[-1]["timestamp"] - rows[-1]["time_total_s"], rows[-1]["timestamp"]))
+    return spans
+
+
+def test_tpe_asha_search_reports_every_epoch_stops_early_and_exports_a_usable_config(ray_local, tmp_path):
+    options = SearchOptions(task="digits", num_samples=6, base=QUICK, storage_path=str(tmp_path), name="tpe",
+                            grace_period=1, reduction_factor=3, max_concurrent=2, verbose=0)
+    outcome = run_search(options)
+    frame = outcome.trials
+    assert outcome.finished and frame["trial_id"].nunique() == 6
+    last = final_results(frame)
+    assert set(last["status"]) <= {"completed", "early-stopped"}
+    assert (last["status"] == "early-stopped").any() and (last["status"] == "completed").any()
+    for _, trial in frame.groupby("trial_id"):  # one row per reported epoch, in order
+        assert list(trial["epoch"]) == list(range(1, len(trial) + 1))
+    assert (last[last["status"] == "completed"]["epoch"] == 3).all()
+    assert (last[last["status"] == "early-stopped"]["epoch"] < 3).all()
+    # the paper's default config is evaluated first
+    first = frame[frame["trial_id"] == frame["trial_id"].iloc[0]]
+    assert ((frame["lambda_ot"] == 1.0) & (frame["lambda_ent"] == 1.0) & (frame["eps"] == 1.0)).any()
+    assert first["target_acc"].between(0, 1).all()
+    # the best config file loads into the trainer as it is
+    best = SSOTConfig.from_json(Path(outcome.path) / "best_config.json")
+    completed = last[last["status"] == "completed"]
+    top = completed.loc[completed["target_acc"].idxmax()]
+    assert best.lambda_ot == pytest.approx(top["lambda_ot"]) and best.epochs == 3
+    Trainer(best)
+    info = json.loads((Path(outcome.path) / "experiment.json").read_text())
+    assert info["status"] == "finished" and info["search"] == "tpe" and info["space"]["eps"]["type"] == "loguniform"
+    # trials really ran side by side (some Ray releases ignored the concurrency settings)
+    spans = sorted(_intervals(outcome.path))
+    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), spans
+
+
+def test_grid_search_runs_every_cell_once(ray_local, tmp_path):
+    space = {"lambda_ot": {"type": "grid", "values": [0.1, 1.0]}, "lambda_ent": {"type": "grid", "values": [0.1, 1.0]},
+             "eps": {"type": "fixed", "value": 0.5}, "potential_width": {"type": "fixed", "value": 64}}
+    options = SearchOptions(task="digits", search="grid", space=space, num_samples=1, base={**QUICK, "epochs": 1},
+                            storage_path=str(tmp_path), name="grid", early_stop=False, verbose=0)
+    last = final_results(run_search(options).trials)
+    cells = sorted(zip(last["lambda_ot"], last["lambda_ent"]))
+    assert cells == [(0.1, 0.1), (0.1, 1.0), (1.0, 0.1), (1.0, 1.0)]
+    assert (last["eps"] == 0.5).all() and (last["potential_width"] == 64).all()
+    assert (last["status"] == "completed").all()
+
+
+def test_paper_grid_space_is_the_5x5_grid():
+    grid = spaces.paper_grid_space()
+    assert grid["lambda_ot"]["values"] == grid["lambda_ent"]["values"] == [1e-3, 1e-2, 1e-1, 1.0, 10.0]
+    assert grid["eps"] == {"type": "fixed", "value": 1.0}
+
+
+def test_a_diverging_trial_is_recorded_and_the_search_goes_on(ray_local, tmp_path):
+    space = {"lr": {"type": "grid", "values": [1e-4, 1e30]}}  # lr = 1e30 really diverges
+    options = SearchOptions(task="digits", search="grid", space=space, num_samples=1, base={**QUICK, "epochs": 2},
+                            storage_path=str(tmp_path), name="diverge", early_stop=False, verbose=0)
+    outcome = run_search(options)
+    last = final_results(outcome.trials).set_index("lr")
+    assert last.loc[1e30, "status"] == "diverged" and "non-finite" in last.loc[1e30, "reason"]
+    assert last.loc[1e30, "target_acc"] == 0.0  # a finite placeholder, never NaN
+    assert last.loc[1e-4, "status"] == "completed" and outcome.finished
+    assert SSOTConfig.from_json(Path(outcome.path) / "best_config.json").lr == 1e-4
+
+
+def test_existing_experiments_are_never_overwritten(ray_local, tmp_path):
+    (tmp_path / "ssot-digits" / "digits").mkdir(parents=True)
+    with pytest.raises(SSOTError, match="already exists. Pass --resume"):
+        run_search(SearchOptions(task="digits", storage_path=str(tmp_path)))
+    with pytest.raises(SSOTError, match="no experiment at .* to resume"):
+        run_search(SearchOptions(task="digits", storage_path=str(tmp_path), name="other", resume=True))
+
+
+def test_bad_options_are_refused_with_the_argument_named():
+    with pytest.raises(ConfigError, match="'num_samples' parameter must be an int >= 1. Got 0"):
+        SearchOptions(task="digits", num_samples=0).validate()
+    with pytest.raises(ConfigError, match="range of 'eps' must satisfy 0 < low < high"):
+        SearchOptions(task="digits", space={"eps": {"type": "loguniform", "low": 1.0, "high": 0.1}}).validate()
+    with pytest.raises(ConfigError, match="'lambda_OT' is not a config field"):
+        SearchOptions(task="digits", space={"lambda_OT": {"type": "fixed", "value": 1}}).validate()
+
+
+def _run_cli(args: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*SEARCH, *args], capture_output=True, text=True, cwd=kw.pop("cwd", None), timeout=kw.pop("timeout", 300), **kw)
+
+
+def test_missing_dataset_exits_at_once_with_where_to_get_it(tmp_path):
+    start = time.monotonic()
+    env = {k: v for k, v in os.environ.items() if k != "SSOT_DATA_ROOT"}
+    proc = _run_cli(["--task", "P2I", "--num-samples", "50", "--data-root", str(tmp_path)], env=env)
+    assert proc.returncode == 2 and time.monotonic() - start < 60
+    assert "imageclef" in proc.stderr and "imageclef.org" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _run_cli(["--task", "P2I"], env=env)
+    assert proc.returncode == 2 and "no data root" in proc.stderr
+
+
+def test_more_gpus_than_the_cluster_has_is_refused_within_seconds(tmp_path):
+    start = time.monotonic()
+    proc = _run_cli(["--task", "digits", "--gpus-per-trial", "1", "--num-cpus", "2", "--storage-path", str(tmp_path)])
+    if proc.returncode == 0:
+        pytest.skip("this machine has a GPU")
+    assert proc.returncode == 2 and "asks for more GPUs than the Ray cluster has (0)" in proc.stderr
+    assert time.monotonic() - start < 90 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp_path):
+    args = ["--task", "digits", "--num-samples", "4", "--epochs", "3", "--set", "pretrain_epochs=2",
+            "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--storage-path", str(tmp_path),
+            "--name", "crash", "--grace-period", "1", "--verbose", "0"]
+    proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    exp = tmp_path / "crash" / "digits"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any(p.stat().st_size > 0 for p in exp.glob("trial_*/result.json")):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the experiment state and exits
+    proc.communicate(timeout=120)
+    assert (exp / "experiment.json").exists()
+    before = json.loads((exp / "experiment.json").read_text())
+    assert before["status"] == "running"
+    refused = _run_cli(args)
+    assert refused.returncode == 2 and "already exists. Pass --resume" in refused.stderr
+    resumed = _run_cli([*args, "--resume"])
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    frame = pd.read_csv(exp / "trials.csv")
+    last = final_results(frame)
+    assert last["trial_id"].nunique() == 4
+    assert set(last["status"]) <= {"completed", "early-stopped"}
+    assert json.loads((exp / "experiment.json").read_text())["status"] == "finished"
+    assert "finished; table" in resumed.stdout
+
+
+@pytest.mark.slow
+def test_address_joins_an_existing_ray_cluster(tmp_path):
+    ray_bin = Path(sys.executable).parent / "ray"
+    port = "6391"
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    start = subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", port,
+                            "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert start.returncode == 0, start.stderr
+    try:
+        proc = _run_cli(["--task", "digits", "--smoke-test", "--address", f"127.0.0.1:{port}",
+                         "--storage-path", str(tmp_path), "--verbose", "0"])
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "2 trials" in proc.stdout
+        assert (tmp_path / "ssot-digits" / "digits" / "best_config.json").exists()
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, timeout=120)
