@@ -62,8 +62,12 @@ PAGE = r"""<!DOCTYPE html>
 <p class="meta">Results folder <code>$root</code>, generated $generated.
 Final-epoch view: $mode_final. Best-reached view: $mode_best;
 diverged and errored trials are in neither.
-Log axes are binned in decades: a value on an edge is in the cell that edge opens, the top of the
-range in the last cell. Empty cells have no trial; the star marks the best trial.</p>
+Grid searches have one cell per grid value. Log axes of TPE and random searches have one cell
+per decade, centred on it like the paper's grid (0.001, 0.01, 0.1, 1, 10): the cell of
+10<sup>k</sup> spans [10<sup>k&minus;&frac12;</sup>, 10<sup>k+&frac12;</sup>), e.g. 0.01 covers
+[0.0032, 0.032); hover a cell for its exact interval. A value exactly on a half-decade edge is
+in the cell above it (whose lower edge it is), and the searched range's ends are always in the
+first and last cells. Empty cells have no trial; the star marks the best trial.</p>
 $warnings
 <div id="js-errors" class="warnings" hidden><h3>Script errors</h3><ul></ul></div>
 <h2>All tasks: best accuracy beside the paper</h2>

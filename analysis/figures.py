@@ -93,7 +93,7 @@ def _empty_figure(title: str, subtitle: str, message: str) -> go.Figure:
 
 def _cell_hover(info: HeatmapInfo, cy: int, cx: int) -> str:
     x, y = info.x, info.y
-    head = f"{x.param} {x.labels[cx]}<br>{y.param} {y.labels[cy]}"
+    head = f"{x.param} {x.hover_labels[cx]}<br>{y.param} {y.hover_labels[cy]}"
     if info.count[cy, cx] == 0:
         return f"{head}<br>no trial"
     star = "<br><b>★ best trial overall</b>" if info.best_cell == (cy, cx) else ""
@@ -120,7 +120,11 @@ def _cell_text(info: HeatmapInfo, show_values: bool) -> list[list[str]]:
 
 def _heatmap_notes(info: HeatmapInfo) -> str:
     notes = ["blank: no trial"]
-    if any(axis.kind in ("log", "linear") for axis in (info.x, info.y)):
+    axes = (info.x, info.y)
+    if any(axis.centers for axis in axes):
+        notes.append("log cells centred on decades, [10^(k-½), 10^(k+½)): a value on a "
+                     "half-decade edge is in the cell above it")
+    if any(axis.kind in ("log", "linear") and not axis.centers for axis in axes):
         notes.append("bins [a, b): a value on an edge is in the cell it opens")
     if info.n_unplaced:
         notes.append(f"{info.n_unplaced} trial(s) off the axes not shown")
@@ -142,8 +146,9 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
     Notes
     -----
     Cells without a trial are blank (NaN), never interpolated. The best trial's cell is outlined
-    and starred. Hover shows the cell's best and mean accuracy, its number of trials, and its
-    best trial's id and config.
+    and starred. Hover shows the cell's label (and, on a decade-centred log axis, its exact
+    interval, e.g. ``1e-3: [3.2e-4, 3.2e-3)``), best and mean accuracy, number of trials, and
+    its best trial's id and config.
     """
     subtitle = MODE_LABELS[info.mode]
     if info.n_trials == 0:

@@ -57,9 +57,14 @@ MODE_LABELS: dict[Mode, str] = {
 #: Statuses of trials that may have produced a meaningful accuracy.
 _USABLE = ("completed", "early-stopped", "running")
 
-#: How to bin continuous axes: ``"decades"`` (edges at powers of ten on log axes, 5 equal bins on
+#: How to bin continuous axes: ``"decades"`` (on log axes one cell centred on each power of ten,
+#: ``[10^(k-1/2), 10^(k+1/2))``, as the paper's grid has one value per decade; 5 equal bins on
 #: linear axes), a number of equal-width bins (in log space on log axes), or explicit edges.
 Bins = Literal["decades"] | int | Sequence[float]
+
+#: Relative tolerance under which a value counts as lying on a cell edge (survives a CSV round
+#: trip) or equal to a grid value.
+_RTOL = 1e-9
 
 _PAPER_FILE = "paper_accuracy.csv"
 
@@ -242,11 +247,17 @@ class AxisBins:
         ``"grid"``/``"categorical"``: one cell per value in ``values``; ``"log"``/``"linear"``:
         cells between consecutive ``edges``.
     labels : tuple of str
-        One label per cell, e.g. ``"0.01"`` or ``"[0.01, 0.1)"``.
+        One label per cell (the axis ticks), e.g. ``"0.01"`` or ``"[0.01, 0.1)"``.
     values : tuple
         The cell values of a grid or categorical axis.
     edges : tuple of float
         The cell edges of a continuous axis (``len(labels) + 1`` of them).
+    centers : tuple of float
+        On a decade-centred log axis (the default binning), the power of ten each cell is
+        centred on (its label); empty otherwise.
+    intervals : tuple of str
+        The exact interval of each cell of a decade-centred log axis, e.g.
+        ``"[3.2e-4, 3.2e-3)"``, shown on hover; empty otherwise.
     """
 
     param: str
@@ -254,17 +265,34 @@ class AxisBins:
     labels: tuple[str, ...]
     values: tuple[Any, ...] = ()
     edges: tuple[float, ...] = ()
+    centers: tuple[float, ...] = ()
+    intervals: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    @property
+    def hover_labels(self) -> tuple[str, ...]:
+        """How each cell is named on hover: its label, and its exact interval if it has one
+        (``"1e-3: [3.2e-4, 3.2e-3)"``)."""
+        if not self.intervals:
+            return self.labels
+        return tuple(
+            f"{label}: {interval}"
+            for label, interval in zip(self.labels, self.intervals, strict=True)
+        )
 
     def assign(self, values: Sequence[Any] | pd.Series) -> np.ndarray:
         """Return the cell index of each value, or -1 for a value that belongs to no cell.
 
         On a continuous axis the cells are ``[edge_k, edge_k+1)``: a value exactly on an inner
-        edge goes to the cell that edge opens, and the top edge belongs to the last cell. On a
-        grid or categorical axis a value belongs to the cell of the equal value (within a
-        relative 1e-9, to survive a CSV round trip).
+        edge goes to the cell that edge opens (on a decade-centred log axis: a value on a
+        half-decade edge ``10^(k+1/2)`` goes to the cell centred on ``10^(k+1)``, whose lower
+        edge it is). The top edge belongs to the last cell, except on a decade-centred axis,
+        where every cell is half-open (the axis is built so that the searched range and every
+        observed value lie strictly below its top edge). A value within a relative 1e-9 of an
+        edge counts as on it. On a grid or categorical axis a value belongs to the cell of the
+        equal value (within a relative 1e-9, to survive a CSV round trip).
         """
         array = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
         if self.kind in ("grid", "categorical"):
@@ -272,10 +300,14 @@ class AxisBins:
         edges = np.asarray(self.edges, dtype=float)
         snapped = array.copy()
         for edge in edges:  # values within rounding error of an edge count as on it
-            snapped[np.isclose(snapped, edge, rtol=1e-9, atol=0.0)] = edge
+            snapped[np.isclose(snapped, edge, rtol=_RTOL, atol=0.0)] = edge
         index = np.searchsorted(edges, snapped, side="right") - 1
-        index[snapped == edges[-1]] = len(edges) - 2
-        index[(snapped < edges[0]) | (snapped > edges[-1]) | np.isnan(snapped)] = -1
+        if not self.centers:
+            index[snapped == edges[-1]] = len(edges) - 2
+        off = (snapped < edges[0]) | (snapped > edges[-1]) | np.isnan(snapped)
+        if self.centers:
+            off |= snapped == edges[-1]
+        index[off] = -1
         return np.asarray(index, dtype=int)
 
     def _assign_exact(self, raw: Sequence[Any] | pd.Series, array: np.ndarray) -> np.ndarray:
@@ -283,7 +315,7 @@ class AxisBins:
         index = np.full(len(array), -1, dtype=int)
         if len(numeric) == len(self.values):
             grid = np.asarray(self.values, dtype=float)
-            close = np.isclose(array[:, None], grid[None, :], rtol=1e-9, atol=0.0)
+            close = np.isclose(array[:, None], grid[None, :], rtol=_RTOL, atol=0.0)
             hit = close.any(axis=1)
             index[hit] = close[hit].argmax(axis=1)
             return index
@@ -291,24 +323,60 @@ class AxisBins:
         return np.array([lookup.get(str(v), -1) for v in pd.Series(raw)], dtype=int)
 
 
-def _decade_edges(low: float, high: float) -> list[float]:
-    """Powers of ten from the one at or below ``low`` to the one at or above ``high``."""
-    k_low = math.floor(math.log10(low) + 1e-9)
-    k_high = math.ceil(math.log10(high) - 1e-9)
-    k_high = max(k_high, k_low + 1)
-    return [float(f"1e{k}") for k in range(k_low, k_high + 1)]
+def _half_decade(k: int) -> float:
+    """The lower edge of the cell centred on ``10^k``: ``10^(k-1/2)``."""
+    return float(10.0 ** (k - 0.5))
+
+
+def _on_edge(value: float, edge: float) -> bool:
+    """Whether ``value`` lies on ``edge`` within rounding error (as :meth:`AxisBins.assign`)."""
+    return abs(value - edge) <= _RTOL * abs(edge)
+
+
+def _decade_cell(value: float) -> int:
+    """The ``k`` of the cell ``[10^(k-1/2), 10^(k+1/2))`` holding a positive ``value``.
+
+    A value on a half-decade edge is in the cell whose lower edge it is (``10^-2.5`` -> ``k =
+    -2``), consistently with :meth:`AxisBins.assign`, whatever the rounding of ``log10``.
+    """
+    k = math.floor(math.log10(value) + 0.5)
+    while value >= _half_decade(k + 1) or _on_edge(value, _half_decade(k + 1)):
+        k += 1
+    while value < _half_decade(k) and not _on_edge(value, _half_decade(k)):
+        k -= 1
+    return k
+
+
+def _short_number(value: float) -> str:
+    """Two significant digits, in scientific notation outside [0.01, 1000): ``3.2e-4``,
+    ``0.032``, ``3.2``, ``320``, ``3.2e3``; a power of ten is written ``1e-3``, ``0.01``, ``10``.
+    """
+    mantissa, exponent = f"{value:.1e}".split("e")
+    power = int(exponent)
+    if -2 <= power <= 2:
+        return f"{float(f'{value:.2g}'):g}"
+    mantissa = mantissa.removesuffix(".0")
+    return f"{mantissa}e{power}"
+
+
+def _centred_decades(param: str, low: float, high: float) -> AxisBins:
+    """A log axis with one cell per power of ten from the one nearest ``low`` to the one nearest
+    ``high``: cell ``k`` is ``[10^(k-1/2), 10^(k+1/2))``, labelled ``10^k``."""
+    k_low, k_high = _decade_cell(low), _decade_cell(max(high, low))
+    ks = range(k_low, k_high + 1)
+    edges = tuple(_half_decade(k) for k in range(k_low, k_high + 2))
+    centers = tuple(float(f"1e{k}") for k in ks)
+    intervals = tuple(
+        f"[{_short_number(lo)}, {_short_number(hi)})"
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+    )
+    labels = tuple(_short_number(c) for c in centers)
+    return AxisBins(param, "log", labels, edges=edges, centers=centers, intervals=intervals)
 
 
 def _continuous_edges(kind: str, low: float, high: float, bins: Bins) -> list[float]:
-    """Edges of a continuous axis covering ``[low, high]``."""
+    """Edges of a continuous axis covering ``[low, high]`` (not decade-centred log axes)."""
     if isinstance(bins, str):
-        if bins != "decades":
-            raise ValueError(
-                "The 'bins' parameter must be 'decades', a positive int or a sequence of edges. "
-                f"Got {bins!r} instead."
-            )
-        if kind == "log":
-            return _decade_edges(low, high)
         bins = 5
     if isinstance(bins, (int, np.integer)):
         if bins < 1:
@@ -346,8 +414,21 @@ def axis_bins(
         The values the trials took; a continuous axis is widened to cover them (so no trial
         silently falls off it), but never narrowed below the searched range.
     bins : "decades", int or sequence of float
-        Binning of a continuous axis. ``"decades"`` (default): edges at powers of ten on a log
-        axis (the paper's grid is one value per decade), 5 equal-width cells on a linear axis.
+        Binning of a continuous axis.
+
+        ``"decades"`` (default): on a log axis, one cell centred on each power of ten, as the
+        paper's grid has one value per decade: cell ``k`` is ``[10^(k-1/2), 10^(k+1/2))`` in
+        log space, labelled by its centre (``"1e-3"``, ``"0.01"``, ``"0.1"``, ``"1"``,
+        ``"10"``) with its exact interval (``"[3.2e-4, 3.2e-3)"``) in ``intervals``. A value
+        exactly on a half-decade edge goes to the cell whose lower edge it is (``10^-2.5 ~
+        0.00316`` is in the cell of 0.01; 0.0031 is in that of 0.001, 0.0032 in that of 0.01).
+        The cells run from ``kmin``, the decade nearest the low end of the range (rounding a
+        half up, as the edge rule), to ``kmax``, the one nearest its high end, so both ends and
+        every observed value lie in a cell: ``[1e-3, 10]`` gives the 5 cells of the paper's
+        grid, ``[1e-2, 10]`` 4 cells (0.01, 0.1, 1, 10). On a linear axis: 5 equal-width cells.
+
+        An int ``n``: ``n`` equal-width cells (in log space on a log axis) from the low to the
+        high end, labelled ``[a, b)``. A sequence: the explicit cell edges.
 
     Raises
     ------
@@ -364,6 +445,13 @@ def axis_bins(
         data = data[data > 0]
     low = min([spec.low] + data.tolist())
     high = max([spec.high] + data.tolist())
+    if isinstance(bins, str) and bins != "decades":
+        raise ValueError(
+            "The 'bins' parameter must be 'decades', a positive int or a sequence of edges. "
+            f"Got {bins!r} instead."
+        )
+    if spec.kind == "log" and isinstance(bins, str):
+        return _centred_decades(spec.name, float(low), float(high))
     edges = _continuous_edges(spec.kind, float(low), float(high), bins)
     return AxisBins(spec.name, spec.kind, _interval_labels(edges), edges=tuple(edges))
 

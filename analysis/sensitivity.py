@@ -58,7 +58,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="write the HTML only (static images need kaleido and Chromium)")
     parser.add_argument("--bins", type=_bins, default="decades",
                         help="binning of log/linear axes of TPE and random searches: 'decades' "
-                             "(default), a number of bins, or comma-separated edges")
+                             "(default: on log axes one cell centred on each power of ten, "
+                             "[10^(k-1/2), 10^(k+1/2)), like the paper's grid; 5 equal cells on "
+                             "linear axes), a number of equal-width bins (in log space on log "
+                             "axes), or comma-separated edges; grid searches always keep one "
+                             "cell per grid value")
     parser.add_argument("--paper-csv", type=Path, default=None,
                         help="the paper's accuracies (default: ssot/paper_accuracy.csv)")
     return parser.parse_args(argv)

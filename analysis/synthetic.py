@@ -272,8 +272,9 @@ def write_demo_results(root: Path, *, num_samples: int = 40, max_epochs: int = 1
 EDGE_EPOCHS = 4
 
 #: The edge-case TPE experiment: (trial id, lambda_ot, lambda_ent, eps, width, accuracy per
-#: epoch, status). Values lie exactly on decade edges (and one just below one); t4 is cut by
-#: ASHA after its best epoch; t5 diverged (its last accuracy, 0.99, is the placeholder).
+#: epoch, status). Values lie exactly on powers of ten (the centres of the default log cells, the
+#: edges of decade-edged ones) and one just below one (0.0099); t4 is cut by ASHA after its best
+#: epoch; t5 diverged (its last accuracy, 0.99, is the placeholder).
 EDGE_TRIALS: list[tuple[str, float, float, float, int, list[float], str]] = [
     ("t0", 0.001, 0.001, 0.01, 64, [0.50, 0.55, 0.60, 0.62], "completed"),
     ("t1", 0.01, 0.1, 0.1, 128, [0.50, 0.60, 0.70, 0.71], "completed"),
@@ -306,7 +307,7 @@ def write_paper_grid(folder: Path, *, task: str = "P2I", off_grid: bool = True) 
 
 
 def write_edge_tpe(folder: Path, task: str = "A2D") -> Path:
-    """A TPE search of :data:`EDGE_TRIALS`: decade edges and every kind of trial end."""
+    """A TPE search of :data:`EDGE_TRIALS`: powers of ten and every kind of trial end."""
     rows: list[dict[str, Any]] = []
     for trial_id, ot, ent, eps, width, accuracies, status in EDGE_TRIALS:
         config = {"lambda_ot": ot, "lambda_ent": ent, "eps": eps, "potential_width": width}

@@ -85,6 +85,24 @@ def test_dashboard_has_every_part(dashboard: Path, results: Path) -> None:
     assert len(ids) == 2 * (6 * 2 + 5) + (1 * 2 + 5)
 
 
+def test_decade_cells_are_explained_and_hovered(dashboard: Path) -> None:
+    page = dashboard.read_text(encoding="utf-8")
+    text = re.sub(r"\s+", " ", page)
+    assert "one cell per decade, centred on it like the paper's grid" in text
+    assert "A value exactly on a half-decade edge is in the cell above it" in text
+    assert "Grid searches have one cell per grid value" in text
+    figures = re.search(r"var FIGURES = (\{.*?\});\nvar MODE_LABELS", page, re.S)
+    assert figures is not None
+    data = json.loads(figures.group(1).replace("<\\/", "</"))
+    heatmaps = [f for f in data.values() if f["data"] and f["data"][0].get("type") == "heatmap"]
+    labels = {tuple(f["data"][0]["x"]) for f in heatmaps}
+    # TPE (lambda_* on [1e-3, 10] -> 5 centred cells) and the grid search line up cell for cell
+    assert ("1e-3", "0.01", "0.1", "1", "10") in labels
+    assert ("0.001", "0.01", "0.1", "1", "10") in labels
+    assert ("0.01", "0.1", "1", "10") in labels  # eps on [1e-2, 10]
+    assert "lambda_ot 1e-3: [3.2e-4, 3.2e-3)" in page
+
+
 def test_problems_are_in_the_warnings_box(dashboard: Path, results: Path) -> None:
     page = dashboard.read_text(encoding="utf-8")
     box = re.search(r'<div id="warnings" class="warnings">(.*?)</div>', page, re.S)
