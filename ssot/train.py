@@ -86,6 +86,19 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             "statuses": [r["status"] for r in records]}
 
 
+def one_line(exc: BaseException) -> str:
+    """The user-facing line of an error, also when a DataLoader worker re-raised it.
+
+    PyTorch re-raises a worker's exception with the worker's traceback in the message; the
+    original message is its last line, after ``ssot.errors.DataError: ``.
+    """
+    text = str(exc).strip()
+    if "Traceback" not in text:
+        return text
+    last = text.splitlines()[-1]
+    return last.split(": ", 1)[1] if last.startswith(type(exc).__module__) and ": " in last else last
+
+
 def main(argv: list[str] | None = None) -> int:
     from ssot.trainer import Trainer
 
@@ -111,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"(source-only {record['source_only_target_acc']:.4f})", flush=True)
             records.append(record)
     except SSOTError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

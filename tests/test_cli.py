@@ -85,3 +85,14 @@ def test_a2w_trains_end_to_end_from_the_office31_folder_layout(tmp_path):
     assert record["task"]["num_classes"] == 31 and len(record["task"]["target_classes"]) == 10
     assert record["task"]["n_source"] == 62 and record["task"]["n_target"] == 20
     assert record["status"] == "completed" and len(record["epochs"]) == 1
+
+
+def test_an_unreadable_image_is_one_line_even_from_a_loader_worker(tmp_path, capsys):
+    root = make_office31(tmp_path / "data", per_class=1)
+    bad = next((root / "office31" / "webcam" / "images" / "mug").iterdir())
+    bad.write_bytes(b"not an image")
+    code = main(["--task", "A2W", "--data-root", str(root), "--no-pretrained", "--image-size", "32", "--resize-size", "36",
+                 "--batch-size", "8", "--num-workers", "1", "--device", "cpu", *QUICK])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"cannot read image {bad}" in err and "Traceback" not in err

@@ -301,7 +301,7 @@ def _write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finishe
 def collect(path: str) -> SearchOutcome:
     """Re-read the outputs of an experiment folder."""
     info = _read_json(_join(path, "experiment.json")) or {}
-    frame = pd.read_csv(_fs(_join(path, "trials.csv"))[1]) if _exists(_join(path, "trials.csv")) else pd.DataFrame()
+    frame = pd.read_csv(_fs(_join(path, "trials.csv"))[1], dtype={"trial_id": str}) if _exists(_join(path, "trials.csv")) else pd.DataFrame()
     best = SSOTConfig.from_json(_fs(_join(path, "best_config.json"))[1]) if _exists(_join(path, "best_config.json")) else None
     return SearchOutcome(path, frame, best, info.get("status") == "finished")
 
@@ -353,13 +353,41 @@ def final_results(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["trial_id", "epoch"]).groupby("trial_id", as_index=False).tail(1)
 
 
+def best_completed_trial(trials: pd.DataFrame) -> tuple[str | None, float]:
+    """The completed trial with the highest final-epoch ``target_acc``.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        ``trials.csv``: one row per (trial, epoch) with at least ``trial_id``, ``epoch``,
+        ``target_acc`` and ``status``.
+
+    Returns
+    -------
+    tuple
+        ``(trial_id, accuracy)``, or ``(None, nan)`` when no trial completed with a finite accuracy.
+    """
+    done = trials[trials["status"] == "completed"].copy()
+    done["epoch"] = pd.to_numeric(done["epoch"], errors="coerce")
+    done["target_acc"] = pd.to_numeric(done["target_acc"], errors="coerce")
+    done = done.dropna(subset=["epoch"])
+    if done.empty:
+        return None, math.nan
+    last = done.sort_values("epoch").groupby("trial_id", sort=False).tail(1)
+    last = last[last["target_acc"].map(lambda v: math.isfinite(v))]
+    if last.empty:
+        return None, math.nan
+    best = last.loc[last["target_acc"].idxmax()]
+    return str(best["trial_id"]), float(best["target_acc"])
+
+
 def best_config(frame: pd.DataFrame, info: dict[str, Any]) -> SSOTConfig | None:
     """The config of the completed trial with the best final-epoch target accuracy."""
-    last = final_results(frame)
-    done = last[last["status"] == "completed"] if not last.empty else last
-    if done.empty:
+    trial_id, _ = best_completed_trial(frame)
+    if trial_id is None:
         return None
-    row = done.loc[done["target_acc"].idxmax()]
+    last = final_results(frame)
+    row = last[last["trial_id"].astype(str) == trial_id].iloc[0]
     values = dict(info["base_config"])
     for name in info["space"]:
         kind = type(getattr(SSOTConfig(), name))  # cast the CSV's numbers back to the field's type

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ssot.config import SSOTConfig
 from ssot.errors import SSOTError
+from tune.experiment import best_completed_trial
 from tune.results import ResultsError, check_new
 
 __all__ = [
@@ -104,34 +105,6 @@ def find_experiments(root: str | Path) -> list[Path]:
     if not root.is_dir():
         raise ResultsError(f"The results folder {root} does not exist or is not a folder. Pass the folder the search wrote its experiments to.")
     return sorted(p.parent for p in root.rglob(EXPERIMENT_FILE) if p.is_file())
-
-
-def best_completed_trial(trials: pd.DataFrame) -> tuple[str | None, float]:
-    """The completed trial with the highest final-epoch ``target_acc``.
-
-    Parameters
-    ----------
-    trials : pandas.DataFrame
-        ``trials.csv``: one row per (trial, epoch) with at least ``trial_id``, ``epoch``,
-        ``target_acc`` and ``status``.
-
-    Returns
-    -------
-    tuple
-        ``(trial_id, accuracy)``, or ``(None, nan)`` when no trial completed with a finite accuracy.
-    """
-    done = trials[trials["status"] == "completed"].copy()
-    done["epoch"] = pd.to_numeric(done["epoch"], errors="coerce")
-    done["target_acc"] = pd.to_numeric(done["target_acc"], errors="coerce")
-    done = done.dropna(subset=["epoch"])
-    if done.empty:
-        return None, math.nan
-    last = done.sort_values("epoch").groupby("trial_id", sort=False).tail(1)
-    last = last[last["target_acc"].map(lambda v: math.isfinite(v))]
-    if last.empty:
-        return None, math.nan
-    best = last.loc[last["target_acc"].idxmax()]
-    return str(best["trial_id"]), float(best["target_acc"])
 
 
 def _read_json(path: Path) -> Any:
