@@ -161,6 +161,8 @@ def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp
     frame = pd.read_csv(exp / "trials.csv")
     last = final_results(frame)
     assert last["trial_id"].nunique() == 4
+    for _, trial in frame.groupby("trial_id"):  # interrupted trials continued from their checkpoint
+        assert list(trial["epoch"]) == list(range(1, len(trial) + 1))
     assert set(last["status"]) <= {"completed", "early-stopped"}
     assert json.loads((exp / "experiment.json").read_text())["status"] == "finished"
     assert "finished; table" in resumed.stdout

@@ -55,7 +55,7 @@ class SearchOptions:
     base: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     early_stop: bool = True
-    grace_period: int = 3
+    grace_period: int = 5
     reduction_factor: int = 3
     gpus_per_trial: float | None = None
     cpus_per_trial: float = 1.0

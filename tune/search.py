@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
     t.add_argument("--smoke-test", action="store_true", help="tiny search to check the setup: 2 trials x 2 short epochs")
     s = p.add_argument_group("early stopping (ASHA on epochs)")
-    s.add_argument("--grace-period", type=int, default=3)
+    s.add_argument("--grace-period", type=int, default=5, help="epochs every trial runs before ASHA may stop it")
     s.add_argument("--reduction-factor", type=int, default=3)
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
