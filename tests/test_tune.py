@@ -185,3 +185,19 @@ def test_address_joins_an_existing_ray_cluster(tmp_path):
         assert (tmp_path / "ssot-digits" / "digits" / "best_config.json").exists()
     finally:
         subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, timeout=120)
+
+
+def test_command_line_ranges_and_grid_options():
+    from tune.search import build_parser, options_for
+
+    args = build_parser().parse_args(["--task", "digits", "--eps-range", "0.1", "1", "--widths", "64", "128",
+                                      "--epochs", "4", "--set", "lr=3e-4", "--set", "use_mask=false"])
+    options = options_for(args, "digits", None)
+    assert options.space["eps"] == {"type": "loguniform", "low": 0.1, "high": 1.0}
+    assert options.space["lambda_ot"] == spaces.default_space()["lambda_ot"]
+    assert options.space["potential_width"]["values"] == [64, 128]
+    assert options.base == {"epochs": 4, "lr": 3e-4, "use_mask": False, "seed": 0} and options.num_samples == 20
+    grid = options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--eps", "0.5"]), "digits", None)
+    assert grid.num_samples == 1 and grid.space["eps"] == {"type": "fixed", "value": 0.5}
+    with pytest.raises(ConfigError, match="--lambda-ot-range set the sampled space; --search grid"):
+        options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--lambda-ot-range", "1", "2"]), "digits", None)

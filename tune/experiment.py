@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from ray import tune as ray_tune
 
 from ssot.config import SSOTConfig
 from ssot.data import build_task
@@ -63,7 +64,7 @@ class SearchOptions:
     storage_path: str = "ray_results"
     name: str | None = None
     resume: bool = False
-    verbose: int = 1
+    verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
 
     def validate(self) -> None:
         if self.search not in SEARCHES:
@@ -136,6 +137,26 @@ def experiment_root(options: SearchOptions) -> str:
 
 
 # ---------------------------------------------------------------------------- the search
+class TrialLines(ray_tune.Callback):
+    """One printed line per finished trial (Ray's own tables are ``--verbose 2``)."""
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._line(trials, trial, "")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._line(trials, trial, " ERRORED")
+
+    @staticmethod
+    def _line(trials: list, trial: Any, suffix: str) -> None:
+        done = sum(t.status in ("TERMINATED", "ERROR") for t in trials) + 1
+        r, c = trial.last_result or {}, trial.config
+        acc = f"target_acc {r['target_acc']:.4f}" if "target_acc" in r else "no result"
+        flag = " DIVERGED" if r.get("diverged") else suffix
+        print(f"[{min(done, len(trials))}/{len(trials)}] trial {trial.trial_id}: epoch {r.get('epoch', 0)}, {acc}  "
+              f"lambda_ot {c.get('lambda_ot', float('nan')):.3g} lambda_ent {c.get('lambda_ent', float('nan')):.3g} "
+              f"eps {c.get('eps', float('nan')):.3g} width {c.get('potential_width')}{flag}", flush=True)
+
+
 def base_config(options: SearchOptions) -> SSOTConfig:
     """The task's defaults with ``options.base`` applied, local paths made absolute."""
     base = dict(options.base)
@@ -236,30 +257,29 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, *, resume: bool) -> SearchOutcome:
-    from ray import tune
-
     epochs = base.epochs
     info = _read_json(_join(path, "experiment.json")) if resume else None
     if info is not None and info.get("status") == "finished":
         print(f"{base.task}: experiment {path} already finished; nothing to resume.")
         return collect(path)
     cache_dir = None if "://" in root else _join(root, "_pretrained")
-    trainable = tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
-    if resume and tune.Tuner.can_restore(path):
-        tuner = tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
+    trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
+    if resume and ray_tune.Tuner.can_restore(path):
+        tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
     else:
-        tuner = tune.Tuner(
+        tuner = ray_tune.Tuner(
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
-            tune_config=tune.TuneConfig(
+            tune_config=ray_tune.TuneConfig(
                 metric=METRIC, mode=MODE, search_alg=_searcher(options, base), scheduler=_scheduler(options, epochs),
                 num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
-            run_config=tune.RunConfig(
-                name=base.task, storage_path=root, verbose=options.verbose,
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                failure_config=tune.FailureConfig(max_failures=0),
+            run_config=ray_tune.RunConfig(
+                name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
+                callbacks=[TrialLines()] if options.verbose >= 1 else [],
+                checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1),
+                failure_config=ray_tune.FailureConfig(max_failures=0),
             ),
         )
     if info is None:
@@ -316,6 +336,10 @@ def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.Dat
         params = result.config or {}
         trial_id = _trial_id(result)
         history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
+        if len(history) and "epoch" in history:
+            # A trial restored from its checkpoint replays the epochs reported after it: keep the
+            # last report of each epoch (the one the trial's final state descends from).
+            history = history.drop_duplicates(subset="epoch", keep="last")
         records = history.to_dict("records") if len(history) else []
         status, reason = _status(records, result.error, info["max_epochs"], finished)
         common = {"task": info["task"], "trial_id": trial_id, "search": info["search"], **{h: params.get(h) for h in hyper}}

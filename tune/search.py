@@ -33,10 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-samples", type=int, help="trials per task (default 20); with --search grid: repeats of the grid (default 1)")
     p.add_argument("--search", choices=["tpe", "grid", "random"], default="tpe")
     g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
-    g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-3, 10.0])
-    g.add_argument("--lambda-ent-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-3, 10.0])
-    g.add_argument("--eps-range", type=float, nargs=2, metavar=("LOW", "HIGH"), default=[1e-2, 10.0])
-    g.add_argument("--widths", type=int, nargs="+", default=list(spaces.WIDTHS))
+    g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
+    g.add_argument("--lambda-ent-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
+    g.add_argument("--eps-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-2 10.0")
+    g.add_argument("--widths", type=int, nargs="+", help="default 64 128 256 512 1024")
     g.add_argument("--eps", type=float, default=1.0, help="fixed eps of --search grid")
     g.add_argument("--potential-width", type=int, default=256, help="fixed width of --search grid")
     t = p.add_argument_group("training")
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--storage-path", default="ray_results", help="local folder or any URI Ray accepts")
     r.add_argument("--name", help="experiment name (default ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
-    r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
+    r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
     return p
 
 
@@ -87,15 +87,20 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
     if args.smoke_test:
         base.update(epochs=2, pretrain_epochs=1, iters_per_epoch=5)
         num_samples = 2
+    ranges = {"lambda_ot": args.lambda_ot_range, "lambda_ent": args.lambda_ent_range, "eps": args.eps_range}
     if args.search == "grid":
+        given = [f"--{k.replace('_', '-')}-range" for k, v in ranges.items() if v] + (["--widths"] if args.widths else [])
+        if given:
+            raise ConfigError(f"{', '.join(given)} set the sampled space; --search grid runs the paper's grid "
+                              "(set its fixed values with --eps and --potential-width).")
         space = spaces.paper_grid_space(args.eps, args.potential_width)
     else:
-        space = {
-            "lambda_ot": {"type": "loguniform", "low": args.lambda_ot_range[0], "high": args.lambda_ot_range[1]},
-            "lambda_ent": {"type": "loguniform", "low": args.lambda_ent_range[0], "high": args.lambda_ent_range[1]},
-            "eps": {"type": "loguniform", "low": args.eps_range[0], "high": args.eps_range[1]},
-            "potential_width": {"type": "choice", "values": args.widths},
-        }
+        space = spaces.default_space()
+        for name, rng in ranges.items():
+            if rng:
+                space[name] = {"type": "loguniform", "low": rng[0], "high": rng[1]}
+        if args.widths:
+            space["potential_width"] = {"type": "choice", "values": args.widths}
     return SearchOptions(task=task, num_samples=num_samples, search=args.search, space=space, base=base, seed=args.seed,
                          early_stop=not args.no_early_stop, grace_period=args.grace_period,
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
