@@ -210,7 +210,7 @@ class Trainer:
         self.f.train(); self.eta.train()
         for ep in range(cfg.pretrain_epochs):
             loader = self._loader(self.task.source, train=True, seed=cfg.seed * 100_003 + 7919 + ep)
-            for x, y in self._bar(loader, f"pretrain {ep + 1}/{cfg.pretrain_epochs}"):
+            for x, y in self._bar(loader, len(loader), f"pretrain {ep + 1}/{cfg.pretrain_epochs}"):
                 x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
                 _, logits = self._forward(x)
                 loss = F.cross_entropy(logits, y)
@@ -238,7 +238,7 @@ class Trainer:
         sums = {k: 0.0 for k in ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")}
         n_iter = self.iterations_per_epoch()
         self.f.train(); self.eta.train(); self.g.train()
-        for it in self._bar(range(n_iter), f"epoch {self.epoch}/{cfg.epochs}"):
+        for it in self._bar(range(n_iter), n_iter, f"epoch {self.epoch}/{cfg.epochs}"):
             if cfg.pt_refresh and it > 0 and it % cfg.pt_refresh == 0:
                 self._set_class_weights(self.predict(self.task.target_eval)[0].mean(0))
             (xs, ys), (xt, _) = next(src), next(tgt)
@@ -327,12 +327,21 @@ class Trainer:
             self.record["status"], self.record["reason"] = "diverged", exc.reason
         return self.record
 
-    def _bar(self, iterable: Any, desc: str) -> Any:
+    def _bar(self, iterable: Any, total: int, desc: str) -> Iterator[Any]:
+        """Iterate ``iterable`` with a progress bar when asked.
+
+        The bar is updated by hand rather than wrapping the iterable: ``tqdm(loader)`` changed
+        the DataLoader's shuffling (seen with torch 2.15), so runs with and without a bar differed.
+        """
         if not self.progress:
-            return iterable
+            yield from iterable
+            return
         from tqdm.auto import tqdm
 
-        return tqdm(iterable, desc=desc, leave=False, dynamic_ncols=True)
+        with tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True) as bar:
+            for item in iterable:
+                yield item
+                bar.update(1)
 
     # ------------------------------------------------------------------ checkpoints
     PRETRAIN_FIELDS = ("task", "seed", "backbone", "pretrained", "pretrained_path", "bottleneck_dims", "pretrain_epochs",

@@ -111,6 +111,14 @@ def test_resuming_from_a_checkpoint_repeats_the_uninterrupted_run(digits):
         assert a["loss_total"] == pytest.approx(b["loss_total"], rel=1e-6)
 
 
+def test_the_progress_bar_does_not_change_the_run(digits):
+    cfg = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=1, iters_per_epoch=5)
+    quiet = Trainer(cfg, digits, progress=False).fit()
+    shown = Trainer(cfg, digits, progress=True).fit()
+    assert quiet["source_only_target_acc"] == shown["source_only_target_acc"]
+    assert quiet["epochs"][0]["loss_total"] == shown["epochs"][0]["loss_total"]
+
+
 def test_divergence_is_recorded_with_its_reason(digits):
     record = run(SSOTConfig.for_task("digits", epochs=2, pretrain_epochs=1, lr=1e30), task=digits)
     assert record["status"] == "diverged"
