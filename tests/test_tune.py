@@ -172,19 +172,21 @@ def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp
 def test_address_joins_an_existing_ray_cluster(tmp_path):
     ray_bin = Path(sys.executable).parent / "ray"
     port = "6391"
-    env = {**os.environ, "RAY_ADDRESS": ""}
+    # An explicit address never auto-enables Ray's token authentication (Ray >= 2.5x): client and
+    # cluster must agree on RAY_AUTH_MODE. The token is ~/.ray/auth_token, made by `ray start`.
+    env = {**os.environ, "RAY_ADDRESS": "", "RAY_AUTH_MODE": "token"}
     start = subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", port,
                             "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"],
                            capture_output=True, text=True, env=env, timeout=120)
     assert start.returncode == 0, start.stderr
     try:
         proc = _run_cli(["--task", "digits", "--smoke-test", "--address", f"127.0.0.1:{port}",
-                         "--storage-path", str(tmp_path), "--verbose", "0"])
+                         "--storage-path", str(tmp_path), "--verbose", "0"], env=env)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        assert "2 trials" in proc.stdout
+        assert "2 trials (2 completed)" in proc.stdout
         assert (tmp_path / "ssot-digits" / "digits" / "best_config.json").exists()
     finally:
-        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, timeout=120)
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, timeout=120, env=env)
 
 
 def test_command_line_ranges_and_grid_options():
@@ -192,7 +194,8 @@ def test_command_line_ranges_and_grid_options():
 
     args = build_parser().parse_args(["--task", "digits", "--eps-range", "0.1", "1", "--widths", "64", "128",
                                       "--epochs", "4", "--set", "lr=3e-4", "--set", "use_mask=false"])
-    options = options_for(args, "digits", None)
+    options = options_for(args, "digits", "my-exp")
+    assert options.name == "my-exp"
     assert options.space["eps"] == {"type": "loguniform", "low": 0.1, "high": 1.0}
     assert options.space["lambda_ot"] == spaces.default_space()["lambda_ot"]
     assert options.space["potential_width"]["values"] == [64, 128]

@@ -246,8 +246,15 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 ignore_reinit_error=True, log_to_driver=options.verbose > 1)
+        try:
+            ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+                     ignore_reinit_error=True, log_to_driver=options.verbose > 1)
+        except ConnectionError as exc:
+            raise SSOTError(
+                f"Cannot connect to the Ray cluster at --address {address} ({exc}). Check that it runs (`ray status`); "
+                "a cluster with token authentication needs RAY_AUTH_MODE=token and its token "
+                "(~/.ray/auth_token or RAY_AUTH_TOKEN) when the address is explicit, or use --address auto on the head node."
+            ) from None
     try:
         gpus = check_resources(options)
         return _run(options, base, root, path, gpus, resume=exists)

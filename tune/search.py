@@ -96,9 +96,9 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
         space = spaces.paper_grid_space(args.eps, args.potential_width)
     else:
         space = spaces.default_space()
-        for name, rng in ranges.items():
+        for field, rng in ranges.items():
             if rng:
-                space[name] = {"type": "loguniform", "low": rng[0], "high": rng[1]}
+                space[field] = {"type": "loguniform", "low": rng[0], "high": rng[1]}
         if args.widths:
             space["potential_width"] = {"type": "choice", "values": args.widths}
     return SearchOptions(task=task, num_samples=num_samples, search=args.search, space=space, base=base, seed=args.seed,
