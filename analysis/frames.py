@@ -370,7 +370,7 @@ def _centred_decades(param: str, low: float, high: float) -> AxisBins:
         f"[{_short_number(lo)}, {_short_number(hi)})"
         for lo, hi in zip(edges[:-1], edges[1:], strict=True)
     )
-    labels = tuple(_short_number(c) for c in centers)
+    labels = tuple(format_value(c) for c in centers)  # as a grid search's axis: 0.001 ... 10
     return AxisBins(param, "log", labels, edges=edges, centers=centers, intervals=intervals)
 
 
@@ -418,7 +418,7 @@ def axis_bins(
 
         ``"decades"`` (default): on a log axis, one cell centred on each power of ten, as the
         paper's grid has one value per decade: cell ``k`` is ``[10^(k-1/2), 10^(k+1/2))`` in
-        log space, labelled by its centre (``"1e-3"``, ``"0.01"``, ``"0.1"``, ``"1"``,
+        log space, labelled by its centre (``"0.001"``, ``"0.01"``, ``"0.1"``, ``"1"``,
         ``"10"``) with its exact interval (``"[3.2e-4, 3.2e-3)"``) in ``intervals``. A value
         exactly on a half-decade edge goes to the cell whose lower edge it is (``10^-2.5 ~
         0.00316`` is in the cell of 0.01; 0.0031 is in that of 0.001, 0.0032 in that of 0.01).

@@ -97,10 +97,10 @@ def test_decade_cells_are_explained_and_hovered(dashboard: Path) -> None:
     heatmaps = [f for f in data.values() if f["data"] and f["data"][0].get("type") == "heatmap"]
     labels = {tuple(f["data"][0]["x"]) for f in heatmaps}
     # TPE (lambda_* on [1e-3, 10] -> 5 centred cells) and the grid search line up cell for cell
-    assert ("1e-3", "0.01", "0.1", "1", "10") in labels
+    assert ("0.001", "0.01", "0.1", "1", "10") in labels
     assert ("0.001", "0.01", "0.1", "1", "10") in labels
     assert ("0.01", "0.1", "1", "10") in labels  # eps on [1e-2, 10]
-    assert "lambda_ot 1e-3: [3.2e-4, 3.2e-3)" in page
+    assert "lambda_ot 0.001: [3.2e-4, 3.2e-3)" in page
 
 
 def test_problems_are_in_the_warnings_box(dashboard: Path, results: Path) -> None:

@@ -253,11 +253,11 @@ def test_decade_cells_are_centred_on_the_papers_grid() -> None:
     axis = axis_bins(spec)
     # 5 cells, one per value of the paper's grid, like a grid search over it
     assert len(axis) == len(PAPER_GRID) == 5 and axis.kind == "log"
-    assert axis.labels == ("1e-3", "0.01", "0.1", "1", "10")
+    assert axis.labels == ("0.001", "0.01", "0.1", "1", "10")
     assert axis.centers == tuple(PAPER_GRID)
     assert axis.intervals == ("[3.2e-4, 3.2e-3)", "[3.2e-3, 0.032)", "[0.032, 0.32)",
                               "[0.32, 3.2)", "[3.2, 32)")
-    assert axis.hover_labels[0] == "1e-3: [3.2e-4, 3.2e-3)"
+    assert axis.hover_labels[0] == "0.001: [3.2e-4, 3.2e-3)"
     assert axis.edges == pytest.approx([10 ** (k + 0.5) for k in range(-4, 2)], rel=1e-12)
     # the paper's grid values themselves are the centres
     assert axis.assign(PAPER_GRID).tolist() == [0, 1, 2, 3, 4]
@@ -282,12 +282,12 @@ def test_decade_cells_half_decade_edges_go_to_the_cell_above() -> None:
 def test_decade_cells_always_hold_the_bounds_and_observed_values() -> None:
     # bounds on half-decade edges: the low one opens the first cell, the high one opens a cell
     on_edges = axis_bins(ParamSpec("x", "log", low=10 ** -3.5, high=10 ** 0.5))
-    assert on_edges.labels == ("1e-3", "0.01", "0.1", "1", "10")
+    assert on_edges.labels == ("0.001", "0.01", "0.1", "1", "10")
     off_centre = axis_bins(ParamSpec("x", "log", low=0.0004, high=2.5))
-    assert off_centre.labels == ("1e-3", "0.01", "0.1", "1")
+    assert off_centre.labels == ("0.001", "0.01", "0.1", "1")
     # observed values outside the space widen the axis by whole cells, never narrow it
     wide = axis_bins(ParamSpec("lambda_ot", "log", low=0.001, high=10.0), [0.0003, 40.0, 0.0])
-    assert wide.labels == ("1e-4", "1e-3", "0.01", "0.1", "1", "10", "100")
+    assert wide.labels == ("0.0001", "0.001", "0.01", "0.1", "1", "10", "100")
     same = axis_bins(ParamSpec("lambda_ot", "log", low=0.001, high=10.0), [0.0005, 20.0])
     assert len(same) == 5
     one = axis_bins(ParamSpec("x", "log", low=0.02, high=0.02))
@@ -353,7 +353,7 @@ def test_tpe_heatmap_bins_hover_data_and_empty_cells(results: Path) -> None:
     res = final_results(trial_table(tpe), "final")
     info = heatmap_info(res, "lambda_ot", "lambda_ent", tpe.space)
     # the same 5x5 cells as the grid search over the paper's grid
-    assert info.x.labels == info.y.labels == ("1e-3", "0.01", "0.1", "1", "10")
+    assert info.x.labels == info.y.labels == ("0.001", "0.01", "0.1", "1", "10")
     # t0 (0.001, 0.001) -> cell (0, 0); t1 (0.01, 0.1) and t2 (0.0099, 0.1) share cell (2, 1)
     assert info.count[0, 0] == 1 and info.best_trial[0, 0] == "t0"
     assert info.count[2, 1] == 2 and info.best_trial[2, 1] == "t2"
@@ -392,7 +392,7 @@ def test_heatmap_of_values_on_half_decade_edges(tmp_path: Path) -> None:
     experiment, _ = load_experiment(folder)
     info = heatmap_info(final_results(trial_table(experiment)), "lambda_ot", "lambda_ent",
                         experiment.space)
-    assert info.x.labels == ("1e-3", "0.01", "0.1", "1", "10")
+    assert info.x.labels == ("0.001", "0.01", "0.1", "1", "10")
     assert info.n_trials == 4 and info.n_unplaced == 0
     # a (on the edge, after a CSV round trip) and c go to 0.01; b stays in 0.001
     assert info.best_trial[3, 1] == "c" and info.count[3, 1] == 2
@@ -400,7 +400,7 @@ def test_heatmap_of_values_on_half_decade_edges(tmp_path: Path) -> None:
     assert info.best_trial[3, 4] == "d"  # 10^0.5 opens the cell of 10, 10^-0.5 that of 1
     figure = heatmap_figure(info, "edges")
     trace = figure.data[0]
-    assert list(trace.x) == ["1e-3", "0.01", "0.1", "1", "10"]
+    assert list(trace.x) == ["0.001", "0.01", "0.1", "1", "10"]
     assert trace.customdata[3][1].startswith("lambda_ot 0.01: [3.2e-3, 0.032)<br>"
                                              "lambda_ent 1: [0.32, 3.2)")
     assert "half-decade edge" in figure.layout.annotations[0].text
