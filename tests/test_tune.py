@@ -204,3 +204,12 @@ def test_command_line_ranges_and_grid_options():
     assert grid.num_samples == 1 and grid.space["eps"] == {"type": "fixed", "value": 0.5}
     with pytest.raises(ConfigError, match="--lambda-ot-range set the sampled space; --search grid"):
         options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--lambda-ot-range", "1", "2"]), "digits", None)
+
+
+def test_trials_get_their_cpu_share_of_threads_and_loader_workers():
+    from tune.experiment import _param_space, base_config
+
+    options = SearchOptions(task="A2W", cpus_per_trial=2, base={"data_root": "/data"})
+    params = _param_space(options, base_config(options), gpus=0.25, cache_dir=None)
+    assert params["num_workers"] == 2 and params["_threads"] == 2 and params["device"] == "cuda"
+    assert "lambda_ot" not in params  # sampled by the searcher, not a constant

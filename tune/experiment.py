@@ -216,6 +216,8 @@ def _param_space(options: SearchOptions, base: SSOTConfig, gpus: float, cache_di
     constants.update(spaces.fixed_values(options.space))
     constants.update({"_threads": max(1, int(options.cpus_per_trial)), "_pretrain_cache": cache_dir})
     constants["device"] = "cuda" if gpus > 0 else "cpu"
+    # DataLoader workers beyond the trial's CPU share would oversubscribe the node.
+    constants["num_workers"] = min(base.num_workers, int(options.cpus_per_trial))
     if options.search == "grid":
         constants.update(spaces.ray_grid_space(options.space))
     return constants
