@@ -300,20 +300,28 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
     info["status"] = "running"
     write_text(_join(path, "experiment.json"), json.dumps(info, indent=2) + "\n")
     results = tuner.fit()
-    finished = _all_terminated(path)
+    finished = _all_terminated(path, expected_trials(info))
     frame = trial_frame(results, info, finished=finished)
     return _write_outputs(path, info, frame, finished)
 
 
-def _all_terminated(path: str) -> bool:
-    """Whether Ray's saved state has every trial in a final state (no PENDING/RUNNING/PAUSED)."""
+def expected_trials(info: dict[str, Any]) -> int:
+    """Trials a complete search has: ``num_samples``, times the number of cells for a grid."""
+    cells = math.prod(len(s["values"]) for s in info["space"].values() if s["type"] == "grid")
+    return info["num_samples"] * cells
+
+
+def _all_terminated(path: str, expected: int) -> bool:
+    """Whether Ray's saved state has all ``expected`` trials, each in a final state (an
+    interrupted search may not have created every trial yet)."""
     from ray.tune import ExperimentAnalysis
 
     try:
         analysis = ExperimentAnalysis(path)
     except Exception:  # noqa: BLE001 - no state at all: nothing ran
         return False
-    return all(t.status in ("TERMINATED", "ERROR") for t in analysis.trials)
+    trials = analysis.trials
+    return len(trials) >= expected and all(t.status in ("TERMINATED", "ERROR") for t in trials)
 
 
 def _write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished: bool) -> SearchOutcome:
