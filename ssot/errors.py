@@ -24,3 +24,18 @@ class DivergedError(SSOTError, ArithmeticError):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def one_line(exc: BaseException | str) -> str:
+    """The single line a command prints for a user error.
+
+    White space is folded to one line. When a DataLoader worker re-raised the error, PyTorch put
+    the worker's traceback in the message; the original message is its last line, after
+    ``ssot.errors.DataError: ``, and only that is kept.
+    """
+    text = str(exc).strip()
+    if isinstance(exc, BaseException) and "Traceback" in text:
+        last = text.splitlines()[-1]
+        prefix = f"{type(exc).__module__}.{type(exc).__name__}: "
+        text = last[len(prefix):] if last.startswith(prefix) else last
+    return " ".join(text.split())

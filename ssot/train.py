@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError
+from ssot.errors import SSOTError, one_line
 
 _HELP = {
     "task": "task name: digits (embedded, no download) or a paper task such as A2W, P2I, Ar2Cl, S2R",
@@ -84,19 +84,6 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
     return {"seeds": [r["config"]["seed"] for r in records], "target_acc": stats(final), "source_only_target_acc": stats(base),
             "statuses": [r["status"] for r in records]}
-
-
-def one_line(exc: BaseException) -> str:
-    """The user-facing line of an error, also when a DataLoader worker re-raised it.
-
-    PyTorch re-raises a worker's exception with the worker's traceback in the message; the
-    original message is its last line, after ``ssot.errors.DataError: ``.
-    """
-    text = str(exc).strip()
-    if "Traceback" not in text:
-        return text
-    last = text.splitlines()[-1]
-    return last.split(": ", 1)[1] if last.startswith(type(exc).__module__) and ": " in last else last
 
 
 def main(argv: list[str] | None = None) -> int:

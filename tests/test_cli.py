@@ -96,3 +96,12 @@ def test_an_unreadable_image_is_one_line_even_from_a_loader_worker(tmp_path, cap
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert f"cannot read image {bad}" in err and "Traceback" not in err
+
+
+def test_one_line_folds_messages_and_keeps_a_workers_original_line():
+    from ssot.errors import DataError, one_line
+
+    assert one_line(DataError("missing\n  folder")) == "missing folder"
+    wrapped = DataError("Caught DataError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
+                        '  File "x.py", line 1\nssot.errors.DataError: cannot read image a.jpg: bad')
+    assert one_line(wrapped) == "cannot read image a.jpg: bad"

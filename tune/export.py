@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError
+from ssot.errors import SSOTError, one_line
 from tune.experiment import best_completed_trial
 from tune.results import ResultsError, check_new
 
@@ -231,10 +231,6 @@ def _describe(item: Exported) -> str:
     return f"{item.task}: target_acc {acc} from {item.experiment}{choice} -> {item.config_path}"
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python tune/export.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", type=Path, help="folder holding finished experiments (searched recursively)")
@@ -248,9 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
-                                     warn=lambda line: print(f"warning: {_one_line(line)}", file=sys.stderr))
+                                     warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
     except SSOTError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     for item in report.exported:
         print(_describe(item))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError
+from ssot.errors import SSOTError, one_line
 from tune.results import ResultsError, check_new, result_paths, results_table, to_markdown, write_results
 
 __all__ = [
@@ -199,10 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
     args = build_parser().parse_args(argv)
@@ -215,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = results_table(records)
         csv_path, md_path = write_results(table, args.out)
     except SSOTError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"interrupted; finished runs are kept in {args.out / RUNS_DIR}, rerun the same command to continue", file=sys.stderr)

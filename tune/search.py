@@ -21,7 +21,7 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
     sys.path.insert(0, str(_here.parent))
 
-from ssot.errors import ConfigError, SSOTError  # noqa: E402
+from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
 from tune.experiment import SearchOptions, run_search, summary_lines  # noqa: E402
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             state = "finished" if outcome.finished else "interrupted: rerun with --resume to continue"
             print(f"  {state}; table {outcome.path}/trials.csv" + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
     except SSOTError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
 
