@@ -79,6 +79,9 @@ class SSOTConfig:
     resize_size : resize before the centre crop at evaluation (paper: 256).
     eval_batch_size : batch size of the no-gradient evaluation passes.
     source_eval_samples : size of the fixed source subset used for source accuracy (0 = all).
+    source_holdout : fraction of the source set held out from training (0 = the paper's protocol:
+        train on all source samples). The held-out samples are the ones ``source_acc``, the DEV
+        validator and the source-only evaluation use; with 0 they are training samples.
     num_workers : DataLoader workers for image tasks.
     device : ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
     precision : ``fp32`` or ``bf16`` (autocast of ``f`` and ``eta``; the OT maths stays in fp32).
@@ -120,6 +123,7 @@ class SSOTConfig:
     resize_size: int = 256
     eval_batch_size: int = 256
     source_eval_samples: int = 2000
+    source_holdout: float = 0.0
     num_workers: int = 0
     # --- execution ---
     device: str = "auto"
@@ -217,6 +221,9 @@ class SSOTConfig:
         for name in ("image_size", "resize_size", "eval_batch_size"):
             _check_int(self, name, low=1)
         _check_int(self, "source_eval_samples", low=0)
+        _check_float(self, "source_holdout", low=0.0)
+        if self.source_holdout >= 0.9:
+            raise ConfigError(f"The 'source_holdout' parameter must be a float in [0, 0.9). Got {self.source_holdout!r} instead.")
         _check_int(self, "num_workers", low=0)
         _check_int(self, "seed", low=0)
         if not isinstance(self.task, str) or not self.task:

@@ -68,18 +68,26 @@ def config_from_args(args: argparse.Namespace) -> SSOTConfig:
     return SSOTConfig.for_task(task, **overrides)
 
 
+def _acc(value: float | None) -> str:
+    return "n/a (unlabeled)" if value is None else f"{value:.4f}"
+
+
 def _print_epoch(metrics: dict[str, Any]) -> None:
-    print(f"epoch {metrics['epoch']:3d}  target_acc {metrics['target_acc']:.4f}  source_acc {metrics['source_acc']:.4f}  "
+    print(f"epoch {metrics['epoch']:3d}  target_acc {_acc(metrics['target_acc'])}  source_acc {metrics['source_acc']:.4f}  "
           f"L_ce {metrics['loss_ce']:.3f}  L_ot {metrics['loss_ot']:.3f}  L_ent {metrics['loss_ent']:.3f}  "
-          f"outlier_mass {metrics['outlier_mass']:.3f}  classes {metrics['n_pred_classes']}", flush=True)
+          f"outlier_mass {metrics['outlier_mass']:.3f}  classes {metrics['n_pred_classes']}  "
+          f"snd {metrics['snd']:.3f}  im {metrics['im']:.3f}  dev {metrics['dev']:.3f}  mixval {metrics['mixval']:.3f}", flush=True)
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean and sample standard deviation of the final and source-only target accuracies."""
+    """Mean and sample standard deviation of the final and source-only target accuracies
+    (``None`` on an unlabeled target)."""
     final = [r["epochs"][-1]["target_acc"] if r["epochs"] else r["source_only_target_acc"] for r in records]
     base = [r["source_only_target_acc"] for r in records]
 
-    def stats(xs: list[float]) -> dict[str, float]:
+    def stats(xs: list[float | None]) -> dict[str, float] | None:
+        if any(x is None for x in xs):
+            return None
         return {"mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0}
 
     return {"seeds": [r["config"]["seed"] for r in records], "target_acc": stats(final), "source_only_target_acc": stats(base),
@@ -102,13 +110,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"SSOT on task {cfg.task} ({trainer.device}), seed {seed}: lambda_ot={cfg.lambda_ot:g} "
                   f"lambda_ent={cfg.lambda_ent:g} eps={cfg.eps:g} potential_width={cfg.potential_width}", flush=True)
             trainer.pretrain()
-            print(f"source-only target_acc {trainer.record['source_only_target_acc']:.4f}", flush=True)
+            print(f"source-only target_acc {_acc(trainer.record['source_only_target_acc'])}", flush=True)
             record = trainer.fit(on_epoch=None if args.quiet else _print_epoch)
             if record["status"] == "diverged":
                 print(f"run diverged: {record['reason']}", file=sys.stderr)
             else:
-                print(f"final target_acc {record['epochs'][-1]['target_acc'] if record['epochs'] else float('nan'):.4f} "
-                      f"(source-only {record['source_only_target_acc']:.4f})", flush=True)
+                print(f"final target_acc {_acc(record['epochs'][-1]['target_acc'] if record['epochs'] else float('nan'))} "
+                      f"(source-only {_acc(record['source_only_target_acc'])})", flush=True)
             records.append(record)
     except SSOTError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
@@ -117,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     summary = summarize(records)
-    if len(records) > 1:
+    if len(records) > 1 and summary["target_acc"] is not None:
         t, b = summary["target_acc"], summary["source_only_target_acc"]
         print(f"{len(records)} seeds: target_acc {t['mean']:.4f} +- {t['std']:.4f}  (source-only {b['mean']:.4f} +- {b['std']:.4f})")
     if args.out is not None:

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from ssot import ot
+from ssot import evaluation, ot
 from ssot.config import SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import ConfigError, DivergedError
@@ -99,16 +99,17 @@ class Trainer:
         f, eta, g = build_models(config, K, input_dim)
         self.f, self.eta, self.g = f.to(self.device), eta.to(self.device), g.to(self.device)
 
-        self.source_labels = dataset_labels(self.task.source)
+        self.source_train, held_out = evaluation.split_source(self.task, config.source_holdout, config.seed)
+        self.source_labels = dataset_labels(self.source_train)
         self.p_s = ot.label_frequencies(self.source_labels, K).to(self.device)
         self.outliers = torch.tensor(self.task.outlier_classes, dtype=torch.long, device=self.device)
         self.m = torch.ones(K, device=self.device)
         self.p_t = torch.full((K,), 1.0 / K, device=self.device)
 
         gen = torch.Generator().manual_seed(config.seed)
-        n_src = len(self.task.source_eval)
+        n_src = len(held_out)
         k = n_src if config.source_eval_samples == 0 else min(n_src, config.source_eval_samples)
-        self.source_eval_subset = Subset(self.task.source_eval, torch.randperm(n_src, generator=gen)[:k].tolist())
+        self.source_eval_subset = Subset(held_out, torch.randperm(n_src, generator=gen)[:k].tolist())
 
         self.opt_fe = self._adam(config.lr)
         self.opt_g = torch.optim.Adam(self.g.parameters(), lr=config.lr_g)
@@ -116,7 +117,7 @@ class Trainer:
         self.record: dict[str, Any] = {
             "config": config.to_dict(),
             "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
-                     "target_classes": self.task.target_classes, "n_source": n_src, "n_target": len(self.task.target)},
+                     "target_classes": self.task.target_classes, "n_source": len(self.task.source), "n_source_holdout": n_src if config.source_holdout else 0, "n_target": len(self.task.target)},
             "source_outlier_share": float(self.p_s[self.outliers].sum()) if len(self.outliers) else 0.0,
             "source_only_target_acc": None,
             "source_only": None,
@@ -182,21 +183,21 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
-        """Target accuracy (overall, per class), source accuracy, ``p_t`` statistics.
+        """Target accuracy (overall, per class), ``p_t`` statistics and every label-free validator
+        (:mod:`ssot.evaluation`); the target's argmax predictions go to ``record["target_pred"]``.
 
         Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate).
         """
-        probs, labels = self.predict(self.task.target_eval)
+        target = evaluation.collect(self, self.task.target_eval, mix=True)
+        probs = target.probs
         pred = probs.argmax(1)
         p_t = probs.mean(0)
         self._set_class_weights(p_t)
-        names = self.task.class_names
-        per_class = {names[k]: float((pred[labels == k] == k).float().mean()) for k in self.task.target_classes if (labels == k).any()}
-        sprobs, slabels = self.predict(self.source_eval_subset)
+        source = evaluation.collect(self, self.source_eval_subset)
+        self.record["target_pred"] = evaluation.compact_predictions(probs)
         return {
-            "target_acc": float((pred == labels).float().mean()),
-            "source_acc": float((sprobs.argmax(1) == slabels).float().mean()),
-            "per_class_acc": per_class,
+            **evaluation.target_metrics(self, target),
+            **evaluation.validator_scores(target, source),
             "outlier_mass": float(p_t[self.outliers].sum()) if len(self.outliers) else 0.0,
             "n_pred_classes": int(pred.unique().numel()),
             "class_weights": [float(v) for v in self.m],
@@ -209,7 +210,7 @@ class Trainer:
         opt = self._adam(cfg.lr_pretrain)
         self.f.train(); self.eta.train()
         for ep in range(cfg.pretrain_epochs):
-            loader = self._loader(self.task.source, train=True, seed=cfg.seed * 100_003 + 7919 + ep)
+            loader = self._loader(self.source_train, train=True, seed=cfg.seed * 100_003 + 7919 + ep)
             for x, y in self._bar(loader, len(loader), f"pretrain {ep + 1}/{cfg.pretrain_epochs}"):
                 x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
                 _, logits = self._forward(x)
@@ -226,7 +227,7 @@ class Trainer:
     # ------------------------------------------------------------------ adaptation
     def iterations_per_epoch(self) -> int:
         cfg = self.config
-        return cfg.iters_per_epoch or max(1, len(self.task.source) // cfg.batch_size)
+        return cfg.iters_per_epoch or max(1, len(self.source_train) // cfg.batch_size)
 
     def adapt_epoch(self) -> dict[str, Any]:
         """One adaptation epoch followed by its evaluation; returns the epoch's metrics."""
@@ -234,7 +235,7 @@ class Trainer:
         self.epoch += 1
         start = time.perf_counter()
         seed = cfg.seed * 100_003 + self.epoch
-        src, tgt = self._batches(self.task.source, seed), self._batches(self.task.target, seed + 50_000)
+        src, tgt = self._batches(self.source_train, seed), self._batches(self.task.target, seed + 50_000)
         sums = {k: 0.0 for k in ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")}
         n_iter = self.iterations_per_epoch()
         self.f.train(); self.eta.train(); self.g.train()
@@ -346,7 +347,7 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     PRETRAIN_FIELDS = ("task", "seed", "backbone", "pretrained", "pretrained_path", "bottleneck_dims", "pretrain_epochs",
                        "lr_pretrain", "backbone_lr_mult", "weight_decay", "batch_size", "data_root", "features_path",
-                       "image_size", "resize_size", "source_eval_samples", "precision")
+                       "image_size", "resize_size", "source_eval_samples", "precision", "source_holdout")
 
     def pretrained_state(self) -> dict[str, Any]:
         """The source-only model and its evaluation, shareable by every run whose config agrees
