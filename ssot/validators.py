@@ -60,6 +60,14 @@ LABEL_FREE: tuple[str, ...] = EPOCH_VALIDATORS
 _TINY = 1e-12
 
 
+def worst_value(name: str) -> float:
+    """The finite score a diverged run reports for ``name`` (worse than any real score), so ASHA
+    can stop it and TPE can learn from it: 0 for the accuracies in [0, 1], else -1e3 / +1e3."""
+    if name in ("target_acc", "source_acc", "mixval", "mixval_inter", "mixval_intra"):
+        return 0.0
+    return -1e3 if DIRECTIONS[name] == "max" else 1e3
+
+
 def _row_entropy(p: torch.Tensor) -> torch.Tensor:
     return -(p * torch.log(p.clamp_min(_TINY))).sum(-1)
 

@@ -29,13 +29,15 @@ from ray import tune as ray_tune
 from ssot.config import SSOTConfig
 from ssot.data import build_task
 from ssot.errors import ConfigError, SSOTError
+from ssot.validators import DIRECTIONS, EPOCH_VALIDATORS, LABEL_FREE, SEARCH_METRICS
 from tune import space as spaces
 from tune.trainable import ssot_trainable, trial_dirname
 
 METRIC, MODE = "target_acc", "max"
 SEARCHES = ("tpe", "grid", "random")
 METRIC_COLUMNS = ["target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
-                  "outlier_mass", "n_pred_classes", "source_only_target_acc", "time_s"]
+                  "outlier_mass", "n_pred_classes", "source_only_target_acc", "time_s",
+                  *[v for v in EPOCH_VALIDATORS if v != "source_acc"], "target_pred"]
 PATH_FIELDS = ("data_root", "features_path", "pretrained_path")
 
 
@@ -65,8 +67,15 @@ class SearchOptions:
     name: str | None = None
     resume: bool = False
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
+    metric: str = METRIC  # what TPE, ASHA and best_config.json optimise (target_acc = the oracle)
+
+    @property
+    def mode(self) -> str:
+        return DIRECTIONS[self.metric]
 
     def validate(self) -> None:
+        if self.metric not in SEARCH_METRICS:
+            raise ConfigError(f"The 'metric' parameter must be one of {', '.join(SEARCH_METRICS)}. Got {self.metric!r} instead.")
         if self.search not in SEARCHES:
             raise ConfigError(f"The 'search' parameter must be one of {', '.join(SEARCHES)}. Got {self.search!r} instead.")
         if not (isinstance(self.num_samples, int) and self.num_samples >= 1):
@@ -195,7 +204,7 @@ def _searcher(options: SearchOptions, base: SSOTConfig) -> Any:
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
-    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=METRIC, mode=MODE, sampler=sampler, points_to_evaluate=points)
+    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=options.mode, sampler=sampler, points_to_evaluate=points)
     # ConcurrencyLimiter enforces the limit inside the searcher itself: some Ray releases
     # ignored TuneConfig.max_concurrent_trials with custom searchers.
     return ConcurrencyLimiter(searcher, max_concurrent=options.max_concurrent) if options.max_concurrent else searcher
@@ -233,7 +242,10 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
 
     options.validate()
     base = base_config(options)
-    build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
+    task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
+    if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
+        raise ConfigError(f"--metric target_acc needs target labels, but the target of task {base.task!r} is unlabeled. "
+                          f"Use a label-free metric: {', '.join(LABEL_FREE)}.")
     root = experiment_root(options)
     path = _join(root, base.task)
     exists = _exists(_join(path, "experiment.json")) or _exists(path)
@@ -280,7 +292,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=METRIC, mode=MODE, search_alg=_searcher(options, base), scheduler=_scheduler(options, epochs),
+                metric=options.metric, mode=options.mode, search_alg=_searcher(options, base), scheduler=_scheduler(options, epochs),
                 num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
@@ -293,7 +305,8 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
         )
     if info is None:
         info = {"task": base.task, "dataset": _dataset_of(base.task), "name": root.rsplit("/", 1)[-1],
-                "search": options.search, "metric": METRIC, "mode": MODE, "max_epochs": epochs,
+                "search": options.search, "metric": options.metric, "mode": options.mode,
+                "validator_directions": DIRECTIONS, "max_epochs": epochs,
                 "num_samples": options.num_samples, "space": options.space, "early_stop": options.early_stop,
                 "grace_period": options.grace_period, "reduction_factor": options.reduction_factor,
                 "base_config": base.to_dict(), "status": "running", "started": _now(), "finished": None}
@@ -394,8 +407,8 @@ def final_results(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["trial_id", "epoch"]).groupby("trial_id", as_index=False).tail(1)
 
 
-def best_completed_trial(trials: pd.DataFrame) -> tuple[str | None, float]:
-    """The completed trial with the highest final-epoch ``target_acc``.
+def best_completed_trial(trials: pd.DataFrame, metric: str = METRIC, mode: str = MODE) -> tuple[str | None, float]:
+    """The completed trial with the best final-epoch ``metric`` (highest for ``mode="max"``).
 
     Parameters
     ----------
@@ -406,25 +419,27 @@ def best_completed_trial(trials: pd.DataFrame) -> tuple[str | None, float]:
     Returns
     -------
     tuple
-        ``(trial_id, accuracy)``, or ``(None, nan)`` when no trial completed with a finite accuracy.
+        ``(trial_id, value)``, or ``(None, nan)`` when no trial completed with a finite value.
     """
+    if metric not in trials.columns:
+        return None, math.nan
     done = trials[trials["status"] == "completed"].copy()
     done["epoch"] = pd.to_numeric(done["epoch"], errors="coerce")
-    done["target_acc"] = pd.to_numeric(done["target_acc"], errors="coerce")
+    done[metric] = pd.to_numeric(done[metric], errors="coerce")
     done = done.dropna(subset=["epoch"])
     if done.empty:
         return None, math.nan
     last = done.sort_values("epoch").groupby("trial_id", sort=False).tail(1)
-    last = last[last["target_acc"].map(lambda v: math.isfinite(v))]
+    last = last[last[metric].map(lambda v: math.isfinite(v))]
     if last.empty:
         return None, math.nan
-    best = last.loc[last["target_acc"].idxmax()]
-    return str(best["trial_id"]), float(best["target_acc"])
+    best = last.loc[last[metric].idxmax() if mode == "max" else last[metric].idxmin()]
+    return str(best["trial_id"]), float(best[metric])
 
 
 def best_config(frame: pd.DataFrame, info: dict[str, Any]) -> SSOTConfig | None:
-    """The config of the completed trial with the best final-epoch target accuracy."""
-    trial_id, _ = best_completed_trial(frame)
+    """The config of the completed trial with the best final-epoch value of the experiment's metric."""
+    trial_id, _ = best_completed_trial(frame, info.get("metric", METRIC), info.get("mode", MODE))
     if trial_id is None:
         return None
     last = final_results(frame)

@@ -23,6 +23,7 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 
 from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
+from ssot.validators import SEARCH_METRICS  # noqa: E402
 from tune.experiment import SearchOptions, run_search, summary_lines  # noqa: E402
 
 
@@ -45,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
     t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
+    t.add_argument("--metric", default="target_acc", choices=SEARCH_METRICS,
+                   help="what TPE, ASHA and best_config.json optimise; target_acc is the oracle (uses target labels), "
+                        "the others are label-free validators")
     t.add_argument("--smoke-test", action="store_true", help="tiny search to check the setup: 2 trials x 2 short epochs")
     s = p.add_argument_group("early stopping (ASHA on epochs)")
     s.add_argument("--grace-period", type=int, default=5, help="epochs every trial runs before ASHA may stop it")
@@ -105,7 +109,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          early_stop=not args.no_early_stop, grace_period=args.grace_period,
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
-                         storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose)
+                         storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
+                         metric=args.metric)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         tasks, name = tasks_of(args.task), args.name or f"ssot-{args.task}"
     try:
         for task in tasks:
+            kind = "oracle: ranks trials with target labels" if args.metric == "target_acc" else "label-free validator"
+            print(f"{task}: selecting on {args.metric} ({kind})", flush=True)
             outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
             info = {"task": outcome.path.rsplit("/", 1)[-1]}
             print("\n".join(summary_lines(outcome.trials, info)))

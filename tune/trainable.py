@@ -10,7 +10,8 @@ sampled, the rest constant) plus private keys starting with ``_``:
     trial of a search starts adaptation from the same pretrained network instead of repeating
     the pretraining (identical results, since pretraining does not depend on the searched fields).
 
-A diverging trial (non-finite loss) reports ``target_acc = 0.0`` (the worst accuracy: finite, so
+A diverging trial (non-finite loss) reports ``target_acc = 0.0`` and every validator at
+:func:`ssot.validators.worst_value` (finite, so
 ASHA can cut it and Optuna can learn from it rather than leave the trial RUNNING), with
 ``diverged = 1`` and the reason, then stops. Ray restarts a trial from its last checkpoint.
 """
@@ -29,10 +30,11 @@ from ray import tune
 from ssot.config import CONFIG_FIELDS, SSOTConfig
 from ssot.errors import DivergedError
 from ssot.trainer import Trainer
+from ssot.validators import EPOCH_VALIDATORS, worst_value
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
 REPORTED = ("epoch", "target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
-            "outlier_mass", "n_pred_classes", "time_s")
+            "outlier_mass", "n_pred_classes", "time_s", *[v for v in EPOCH_VALIDATORS if v != "source_acc"])
 STATE_FILE = "trainer.pt"
 
 
@@ -52,19 +54,27 @@ def ssot_trainable(params: dict[str, Any]) -> None:
             trainer.load_state_dict(torch.load(Path(folder) / STATE_FILE, map_location=trainer.device, weights_only=False))
     else:
         _pretrain(trainer, params.get("_pretrain_cache"))
-    base = {"source_only_target_acc": trainer.record["source_only_target_acc"],
+    base = {"source_only_target_acc": _number(trainer.record["source_only_target_acc"]),
             "source_outlier_share": trainer.record["source_outlier_share"]}
     while trainer.epoch < config.epochs:
         try:
             metrics = trainer.adapt_epoch()
         except DivergedError as exc:
-            tune.report({"epoch": trainer.epoch, "target_acc": 0.0, "diverged": 1, "reason": exc.reason, **base})
+            worst = {v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}
+            tune.report({"epoch": trainer.epoch, **worst, "diverged": 1, "reason": exc.reason, **base})
             return
-        result = {k: float(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": ""} | base
+        result = {k: _number(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": ""} | base
         result["epoch"] = int(metrics["epoch"])
+        if trainer.epoch == config.epochs:  # the final predictions, for the post-hoc EnsV selector
+            result["target_pred"] = " ".join(map(str, trainer.record["target_pred"]))
         with tempfile.TemporaryDirectory() as folder:
             torch.save(trainer.state_dict(), Path(folder) / STATE_FILE)
             tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+def _number(value: Any) -> float:
+    """A reported scalar; ``None`` (no target labels) becomes NaN."""
+    return float("nan") if value is None else float(value)
 
 
 def trial_dirname(trial: Any) -> str:

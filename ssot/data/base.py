@@ -24,6 +24,8 @@ class TaskData:
     class_names : the K source class names, in label order.
     target_classes : sorted label indices of the classes present in the target.
     input_shape : shape of one ``x`` (e.g. ``(3, 224, 224)`` or ``(1, 16, 16)`` or ``(2048,)``).
+    labeled_target : whether the target labels are real (``False``: every target label is ``-1``,
+        runs report validators and no accuracy).
     """
 
     name: str
@@ -34,6 +36,7 @@ class TaskData:
     class_names: list[str]
     target_classes: list[int]
     input_shape: tuple[int, ...]
+    labeled_target: bool = True
 
     @property
     def num_classes(self) -> int:
