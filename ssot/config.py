@@ -75,6 +75,7 @@ class SSOTConfig:
     bottleneck_dims : hidden sizes of the bottleneck after the backbone (paper: 1024, 512).
     data_root : root folder of the benchmark datasets (else env ``SSOT_DATA_ROOT``).
     features_path : a ``.pt`` feature cache to train on instead of images (backbone ``features``).
+    source_dir, target_dir : the two image folders of the ``custom`` task (``--source``, ``--target``).
     image_size : crop size of the image transforms (paper: 224).
     resize_size : resize before the centre crop at evaluation (paper: 256).
     eval_batch_size : batch size of the no-gradient evaluation passes.
@@ -119,6 +120,8 @@ class SSOTConfig:
     # --- data ---
     data_root: str | None = None
     features_path: str | None = None
+    source_dir: str | None = None
+    target_dir: str | None = None
     image_size: int = 224
     resize_size: int = 256
     eval_batch_size: int = 256

@@ -24,9 +24,12 @@ from ssot.config import SSOTConfig
 from ssot.errors import SSOTError, one_line
 
 _HELP = {
-    "task": "task name: digits (embedded, no download) or a paper task such as A2W, P2I, Ar2Cl, S2R",
+    "task": "task name: digits (embedded, no download), custom (--source/--target folders) or a paper task such as A2W, P2I, Ar2Cl, S2R",
     "data_root": "root folder of the benchmark datasets (default: $SSOT_DATA_ROOT)",
+    "source_dir": "task custom: source folder with one sub-folder per class",
+    "target_dir": "task custom: target folder with class sub-folders, or a flat folder of unlabeled images",
 }
+_ALIASES = {"source_dir": "--source", "target_dir": "--target"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
             parser.add_argument(flag, dest=f.name, type=int, nargs="+", default=None, help=doc)
         else:
             base = _base_type(kind)
-            parser.add_argument(flag, dest=f.name, type=base, default=None, help=doc)
+            flags = [flag, _ALIASES[f.name]] if f.name in _ALIASES else [flag]
+            parser.add_argument(*flags, dest=f.name, type=base, default=None, help=doc)
     return parser
 
 

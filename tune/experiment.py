@@ -38,7 +38,7 @@ SEARCHES = ("tpe", "grid", "random")
 METRIC_COLUMNS = ["target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
                   "outlier_mass", "n_pred_classes", "source_only_target_acc", "time_s",
                   *[v for v in EPOCH_VALIDATORS if v != "source_acc"], "target_pred"]
-PATH_FIELDS = ("data_root", "features_path", "pretrained_path")
+PATH_FIELDS = ("data_root", "features_path", "pretrained_path", "source_dir", "target_dir")
 
 
 @dataclass
@@ -469,8 +469,8 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
 
 # ---------------------------------------------------------------------------- small helpers
 def _dataset_of(task: str) -> str:
-    if task == "digits":
-        return "digits"
+    if task in ("digits", "custom"):
+        return task
     from ssot.data.benchmarks import TASKS
 
     return TASKS[task].dataset

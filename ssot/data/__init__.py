@@ -23,6 +23,10 @@ def build_task(config: SSOTConfig) -> TaskData:
         return load_feature_task(config.features_path, config.task)
     if config.task == "digits":
         return build_digits_task()
+    if config.task == "custom":
+        from ssot.data.folders import build_custom_task
+
+        return build_custom_task(config.source_dir, config.target_dir, image_size=config.image_size, resize_size=config.resize_size)
     from ssot.data.benchmarks import build_benchmark_task
 
     return build_benchmark_task(config.task, config.data_root, image_size=config.image_size, resize_size=config.resize_size)
