@@ -201,19 +201,21 @@ def domain_weights(feats_source: torch.Tensor, feats_target: torch.Tensor, *, l2
     mu, sd = x.mean(0), x.std(0).clamp_min(1e-6)
     x = (x - mu) / sd
     y = torch.cat([torch.zeros(len(feats_source)), torch.ones(len(feats_target))]).double()
-    lin = torch.nn.Linear(x.shape[1], 1).double()
-    opt = torch.optim.LBFGS(lin.parameters(), max_iter=steps, line_search_fn="strong_wolfe")
+    # zero start (the problem is convex): no draw from the global RNG, so training is unchanged
+    weight = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
+    bias = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([weight, bias], max_iter=steps, line_search_fn="strong_wolfe")
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
-        loss = F.binary_cross_entropy_with_logits(lin(x).squeeze(1), y) + l2 * lin.weight.pow(2).sum()
+        loss = F.binary_cross_entropy_with_logits(x @ weight + bias, y) + l2 * weight.pow(2).sum()
         loss.backward()
         return loss
 
     with torch.enable_grad():
         opt.step(closure)
     with torch.no_grad():
-        logit = lin(x[: len(feats_source)]).squeeze(1).clamp(-30, 30)
+        logit = (x[: len(feats_source)] @ weight + bias).clamp(-30, 30)
     return torch.exp(logit) * (len(feats_source) / len(feats_target))
 
 

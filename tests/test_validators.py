@@ -117,3 +117,13 @@ def test_ensv_hard_and_soft():
     np.testing.assert_allclose(V.ensv(preds), [1.0, 0.75, 0.5])
     soft = [np.eye(3)[p] for p in preds]
     np.testing.assert_allclose(V.ensv(soft), [1.0, 0.75, 0.5])
+
+
+def test_dev_does_not_touch_the_global_rng():
+    g = torch.Generator().manual_seed(1)
+    src, tgt = torch.randn(50, 3, generator=g), torch.randn(40, 3, generator=g) + 0.5
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    V.dev(src, torch.rand(50, generator=g), tgt)
+    assert torch.equal(torch.rand(1), before)
