@@ -63,11 +63,14 @@ def searches(tmp_path) -> dict[str, Path]:
 
 
 # ------------------------------------------------------------------------------------ export
-def test_best_completed_trial_uses_the_final_epoch_of_completed_trials(searches):
-    trials = pd.read_csv(searches["best"] / "trials.csv", dtype={"trial_id": str})
-    trial, acc = export.best_completed_trial(trials)
-    assert trial == "t_completed" and acc == pytest.approx(0.8)  # not 0.9 (earlier epoch), not 0.95 (early-stopped)
-    assert export.best_completed_trial(trials[trials["status"] != "completed"]) == (None, pytest.approx(math.nan, nan_ok=True))
+def test_best_trial_uses_the_final_epoch_of_trials_that_reached_it(searches):
+    from tune import schema
+
+    files = schema.read_experiment(searches["best"])
+    table = schema.trial_table(files.trials, files.max_epochs)
+    best = schema.best_trial(table)
+    assert best["trial_id"] == "t_completed" and best["target_acc"] == pytest.approx(0.8)  # not 0.9 (earlier epoch), not 0.95 (early-stopped)
+    assert schema.best_trial(table[table["status"] != "completed"]) is None
 
 
 def test_export_picks_the_best_experiment_skips_running_and_refuses_overwrite(searches, tmp_path, capsys):

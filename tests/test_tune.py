@@ -16,11 +16,16 @@ from ssot.config import SSOTConfig
 from ssot.errors import ConfigError, SSOTError
 from ssot.trainer import Trainer
 from tune import space as spaces
-from tune.experiment import SearchOptions, final_results, run_search
+from tune.experiment import SearchOptions, run_search
 
 REPO = Path(__file__).resolve().parents[1]
 SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
 QUICK = {"epochs": 3, "pretrain_epochs": 2, "iters_per_epoch": 8}
+
+
+def final_results(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each trial's last row of trials.csv (its final epoch and status)."""
+    return frame.sort_values(["trial_id", "epoch"]).groupby("trial_id", as_index=False).tail(1)
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +222,31 @@ def test_trials_get_their_cpu_share_of_threads_and_loader_workers():
     params = _param_space(options, base_config(options), gpus=0.25, cache_dir=None)
     assert params["num_workers"] == 2 and params["_threads"] == 2 and params["device"] == "cuda"
     assert "lambda_ot" not in params  # sampled by the searcher, not a constant
+
+
+def test_a_real_search_is_read_by_analysis_and_every_consumer_names_its_best_trial(ray_local, tmp_path):
+    """The contract between tune/ and analysis/: a real small search, read with no problem; the
+    dashboard's best trial and copyable config are those of best_config.json."""
+    import html
+    import re
+
+    from analysis.dashboard import build_dashboard
+    from analysis.experiments import load_experiments
+    from tune import export
+
+    options = SearchOptions(task="digits", num_samples=3, base={"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 5},
+                            storage_path=str(tmp_path / "runs"), name="contract", early_stop=False, max_concurrent=2,
+                            verbose=0)
+    outcome = run_search(options)
+    folder = Path(outcome.path)
+    experiments, problems = load_experiments(tmp_path / "runs")
+    assert problems == [] and len(experiments) == 1 and experiments[0].trials["trial_id"].nunique() == 3
+    best_file = json.loads((folder / "best_config.json").read_text())
+    best_id = json.loads((folder / "experiment.json").read_text())["best_trial"]
+    page = build_dashboard(tmp_path / "runs", out=tmp_path / "dashboard.html", images=False).path.read_text()
+    named = re.search(r'<p class="mode-final best-line">[^<]*<b data-trial="([^"]+)">', page).group(1)
+    shown = json.loads(html.unescape(re.search(r'<pre id="cfg-e0">(.*?)</pre>', page, re.S).group(1)))
+    assert named == best_id == export.load_experiment(folder).best_trial
+    assert shown == best_file
+    row = final_results(outcome.trials).set_index("trial_id").loc[best_id]
+    assert (best_file["lambda_ot"], best_file["potential_width"]) == (pytest.approx(row["lambda_ot"]), row["potential_width"])

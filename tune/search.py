@@ -23,7 +23,8 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 
 from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
-from tune.experiment import SearchOptions, run_search, summary_lines  # noqa: E402
+from tune.experiment import SearchOptions, run_search  # noqa: E402
+from tune.outputs import summary_lines  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for task in tasks:
             outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
-            info = {"task": outcome.path.rsplit("/", 1)[-1]}
+            info = outcome.info or {"task": task}
             print("\n".join(summary_lines(outcome.trials, info)))
             state = "finished" if outcome.finished else "interrupted: rerun with --resume to continue"
             print(f"  {state}; table {outcome.path}/trials.csv" + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))

@@ -29,10 +29,10 @@ from ray import tune
 from ssot.config import CONFIG_FIELDS, SSOTConfig
 from ssot.errors import DivergedError
 from ssot.trainer import Trainer
+from tune.schema import REPORTED_METRICS
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
-REPORTED = ("epoch", "target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
-            "outlier_mass", "n_pred_classes", "time_s")
+REPORTED = ("epoch", *REPORTED_METRICS)
 STATE_FILE = "trainer.pt"
 
 
