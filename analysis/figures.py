@@ -15,9 +15,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from analysis.bins import HeatmapInfo
 from analysis.experiments import ParamSpec
-from analysis.frames import MODE_LABELS, HeatmapInfo, Mode, format_value
+from analysis.frames import MODE_LABELS, Mode, format_value
 from analysis.importance import ImportanceInfo
+from tune import schema
 
 __all__ = [
     "PARAM_LABELS",
@@ -40,12 +42,13 @@ COLORSCALE = "Viridis"
 
 #: Line colour and marker of each trial status in the learning curves.
 STATUS_STYLE: dict[str, dict[str, str]] = {
-    "completed": {"color": "#1f77b4", "symbol": "circle", "end": ""},
-    "early-stopped": {"color": "#ff7f0e", "symbol": "x", "end": "stopped by ASHA"},
-    "diverged": {"color": "#d62728", "symbol": "diamond-x", "end": "diverged"},
-    "errored": {"color": "#7f7f7f", "symbol": "square-x", "end": "errored"},
-    "running": {"color": "#2ca02c", "symbol": "triangle-right", "end": "still running"},
+    schema.COMPLETED: {"color": "#1f77b4", "symbol": "circle", "end": ""},
+    schema.EARLY_STOPPED: {"color": "#ff7f0e", "symbol": "x", "end": "stopped by ASHA"},
+    schema.DIVERGED: {"color": "#d62728", "symbol": "diamond-x", "end": "diverged"},
+    schema.ERRORED: {"color": "#7f7f7f", "symbol": "square-x", "end": "errored"},
+    schema.RUNNING: {"color": "#2ca02c", "symbol": "triangle-right", "end": "still running"},
 }
+assert set(STATUS_STYLE) == set(schema.STATUSES)
 
 _FONT = {"family": "Helvetica, Arial, sans-serif", "size": 13}
 
