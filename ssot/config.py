@@ -170,8 +170,8 @@ class SSOTConfig:
             values = json.loads(path.read_text())
         except FileNotFoundError:
             raise ConfigError(f"Config file {path} does not exist. Pass a JSON file written by the search or by --out.") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"Config file {path} is not valid JSON ({exc}). Fix or regenerate it.") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"Config file {path} is not valid JSON ({type(exc).__name__}: {exc}). Fix or regenerate it.") from None
         if isinstance(values, dict) and "config" in values and "epochs" in values and isinstance(values["epochs"], list):
             values = values["config"]  # a run record: take its config
         return cls.from_dict(values, source=f"config file {path}")

@@ -220,3 +220,15 @@ def test_a_run_that_diverged_in_pretraining_has_no_accuracy():
     row = results.task_row("digits", [record])
     assert math.isnan(row["ssot_acc_mean"]) and row["statuses"] == "diverged"
     assert "|  |  |" in results.to_markdown(pd.DataFrame([row]))
+
+
+def test_a_binary_config_file_is_a_one_line_error(tmp_path, capsys):
+    from ssot.errors import ConfigError
+
+    binary = tmp_path / "weights.pt"
+    binary.write_bytes(b"\x80\x02\xff\xfe\x00binary")
+    with pytest.raises(ConfigError, match="is not valid JSON .*UnicodeDecodeError"):
+        SSOTConfig.from_json(binary)
+    proc = subprocess.run([sys.executable, "-m", "ssot.train", "--config", str(binary)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -17,6 +17,7 @@ from ssot.errors import ConfigError, SSOTError
 from ssot.trainer import Trainer
 from tune import space as spaces
 from tune.experiment import SearchOptions, run_search
+from tune.outputs import exit_status
 
 REPO = Path(__file__).resolve().parents[1]
 SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
@@ -106,6 +107,14 @@ def test_a_diverging_trial_is_recorded_and_the_search_goes_on(ray_local, tmp_pat
     assert last.loc[1e30, "target_acc"] == 0.0  # a finite placeholder, never NaN
     assert last.loc[1e-4, "status"] == "completed" and outcome.finished
     assert SSOTConfig.from_json(Path(outcome.path) / "best_config.json").lr == 1e-4
+    # divergence during source pretraining is a divergence too, not an error
+    options = SearchOptions(task="digits", search="grid", space={"lr_pretrain": {"type": "grid", "values": [1e30]}},
+                            num_samples=1, base={**QUICK, "epochs": 1}, storage_path=str(tmp_path), name="diverge-pre",
+                            early_stop=False, verbose=0)
+    outcome = run_search(options)
+    last = final_results(outcome.trials)
+    assert list(last["status"]) == ["diverged"] and "pretraining" in last["reason"].iloc[0]
+    assert outcome.status == "finished" and exit_status(outcome) == 3  # nothing usable
 
 
 def test_existing_experiments_are_never_overwritten(ray_local, tmp_path):
@@ -114,6 +123,37 @@ def test_existing_experiments_are_never_overwritten(ray_local, tmp_path):
         run_search(SearchOptions(task="digits", storage_path=str(tmp_path)))
     with pytest.raises(SSOTError, match="no experiment at .* to resume"):
         run_search(SearchOptions(task="digits", storage_path=str(tmp_path), name="other", resume=True))
+
+
+def test_zero_epochs_are_refused_before_anything_starts(tmp_path):
+    with pytest.raises(ConfigError, match=r"'epochs' parameter of a search must be an int >= 1 \(ASHA's max_t\). Got 0 instead"):
+        run_search(SearchOptions(task="digits", base={"epochs": 0}, storage_path=str(tmp_path)))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_errored_trials_are_recorded_in_one_line_and_rerun_by_resume(ray_local, tmp_path, capsys):
+    """Every trial errors (the shared pretrained-model folder is a file); the experiment says so,
+    each error is one printed line with its traceback's path, and --resume re-runs the trials."""
+    import dataclasses
+
+    blocker = tmp_path / "err" / "_pretrained"
+    blocker.parent.mkdir()
+    blocker.write_text("not a folder")
+    options = SearchOptions(task="digits", num_samples=2, base={"epochs": 1, "pretrain_epochs": 1, "iters_per_epoch": 3},
+                            storage_path=str(tmp_path), name="err", early_stop=False, max_concurrent=2, verbose=1)
+    outcome = run_search(options)
+    out = capsys.readouterr()
+    assert outcome.status == "errored" and not outcome.finished and exit_status(outcome) == 3
+    assert set(outcome.trials["status"]) == {"errored"}
+    info = json.loads((Path(outcome.path) / "experiment.json").read_text())
+    assert info["status"] == "errored" and info["best_trial"] is None
+    lines = [line for line in out.out.splitlines() if "ERRORED" in line]
+    assert len(lines) == 2 and all("FileExistsError" in line and "error.txt" in line for line in lines), out.out
+    assert "Traceback" not in out.out + out.err
+    blocker.unlink()  # the user fixes the cause, then resumes
+    resumed = run_search(dataclasses.replace(options, resume=True))
+    assert resumed.finished and exit_status(resumed) == 0
+    assert set(final_results(resumed.trials)["status"]) == {"completed"} and resumed.trials["trial_id"].nunique() == 2
 
 
 def test_bad_options_are_refused_with_the_argument_named():
@@ -160,6 +200,7 @@ def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp
         time.sleep(0.5)
     proc.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the experiment state and exits
     proc.communicate(timeout=120)
+    assert proc.returncode == 130  # interrupted is not success
     assert (exp / "experiment.json").exists()
     before = json.loads((exp / "experiment.json").read_text())
     assert before["status"] == "running"

@@ -91,7 +91,7 @@ class TrialLines(ray_tune.Callback):
         self._line(trials, trial, "")
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._line(trials, trial, " ERRORED")
+        self._line(trials, trial, f" ERRORED: {_error_summary(trial)}")
 
     @staticmethod
     def _line(trials: list, trial: Any, suffix: str) -> None:
@@ -104,13 +104,26 @@ class TrialLines(ray_tune.Callback):
               f"eps {c.get('eps', float('nan')):.3g} width {c.get('potential_width')}{flag}", flush=True)
 
 
+def _error_summary(trial: Any) -> str:
+    """The last line of a trial's error and where its full traceback is."""
+    path = trial.error_file or (f"{trial.local_path}/error.txt" if trial.local_path else None)
+    try:
+        lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()] if path else []
+    except OSError:
+        lines = []
+    return f"{lines[-1][:200] if lines else 'see its log'} (traceback: {path})"
+
+
 def base_config(options: SearchOptions) -> SSOTConfig:
     """The task's defaults with ``options.base`` applied, local paths made absolute."""
     base = dict(options.base)
     for key in PATH_FIELDS:
         if base.get(key) and "://" not in str(base[key]):
             base[key] = str(Path(base[key]).expanduser().resolve())
-    return SSOTConfig.for_task(options.task, **base)
+    config = SSOTConfig.for_task(options.task, **base)
+    if config.epochs < 1:
+        raise ConfigError(f"The 'epochs' parameter of a search must be an int >= 1 (ASHA's max_t). Got {config.epochs!r} instead.")
+    return config
 
 
 def check_resources(options: SearchOptions) -> float:
@@ -193,6 +206,8 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     # each waiting for the previous one's worker to boot: let as many be pending as may run.
     os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(options.max_concurrent or 16))
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
+        os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     started_ray = not ray.is_initialized()
     if started_ray:
         try:
@@ -216,8 +231,10 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
     epochs = base.epochs
     info = storage.read_json(storage.join(path, schema.EXPERIMENT_FILE)) if resume else None
     if info is not None and info.get("status") == schema.FINISHED:
-        print(f"{base.task}: experiment {path} already finished; nothing to resume.")
-        return collect(path)
+        done = collect(path)  # older experiments were marked finished with errored trials in them
+        if done.trials.empty or not (done.trials["status"] == schema.ERRORED).any():
+            print(f"{base.task}: experiment {path} already finished; nothing to resume.")
+            return done
     cache_dir = None if "://" in root else storage.join(root, "_pretrained")
     trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
     if resume and ray_tune.Tuner.can_restore(path):

@@ -26,6 +26,26 @@ class SearchOutcome:
     finished: bool
     info: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def status(self) -> str:
+        """``experiment.json``'s status: ``finished``, ``errored`` or ``running``."""
+        return str(self.info.get("status") or (schema.FINISHED if self.finished else schema.RUNNING))
+
+
+#: Exit statuses of ``tune/search.py`` (2, a user mistake, is refused before any work).
+EXIT_OK, EXIT_ERRORED, EXIT_USER, EXIT_NOTHING_USABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def exit_status(outcome: SearchOutcome) -> int:
+    """0: every trial ended and none errored; 1: some trials errored (fix, then ``--resume``);
+    3: every trial ended but none reached a result (all errored or diverged); 130: interrupted
+    (Ctrl-C) or not every trial ended (``--resume`` continues)."""
+    if outcome.status == schema.RUNNING:
+        return EXIT_INTERRUPTED
+    if outcome.best_config is None:
+        return EXIT_NOTHING_USABLE
+    return EXIT_ERRORED if outcome.status == schema.ERRORED else EXIT_OK
+
 
 def hyperparameters(info: dict[str, Any]) -> list[str]:
     """The columns of hyperparameters in ``trials.csv``: the paper's four, then the searched ones."""
@@ -120,11 +140,12 @@ def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished
     """Write ``trials.csv``, ``best_config.json`` and ``experiment.json`` (last, with the status)."""
     best, trial_id = best_config(frame, info)
     info["best_trial"] = trial_id
-    info["status"] = schema.FINISHED if finished else schema.RUNNING
+    errored = bool(len(frame)) and (frame["status"] == schema.ERRORED).any()
+    info["status"] = (schema.ERRORED if errored else schema.FINISHED) if finished else schema.RUNNING
     info["finished"] = schema.now() if finished else None
     for name, text in schema.experiment_texts(info, frame, best.to_dict() if best else None).items():
         storage.write_text(storage.join(path, name), text)
-    return SearchOutcome(path, frame, best, finished, info)
+    return SearchOutcome(path, frame, best, info["status"] == schema.FINISHED, info)
 
 
 def collect(path: str) -> SearchOutcome:

@@ -47,7 +47,10 @@ COMPLETED, EARLY_STOPPED, DIVERGED, ERRORED, RUNNING = "completed", "early-stopp
 STATUSES: tuple[str, ...] = (COMPLETED, EARLY_STOPPED, DIVERGED, ERRORED, RUNNING)
 #: Statuses of trials whose accuracies are real results (diverged and errored ones are not).
 USABLE: tuple[str, ...] = (COMPLETED, EARLY_STOPPED, RUNNING)
-FINISHED = "finished"  # experiment.json's status once every trial ended (else RUNNING)
+#: experiment.json's status: ``finished`` once every trial ended and none errored, ``errored``
+#: when every trial ended but some errored (``--resume`` re-runs them), else ``running``.
+FINISHED = "finished"
+EXPERIMENT_STATUSES: tuple[str, ...] = (RUNNING, FINISHED, ERRORED)
 
 #: The kinds of space spec that ``tune/space.py`` writes into ``experiment.json``.
 SPACE_KINDS: tuple[str, ...] = ("loguniform", "choice", "grid", "fixed")
@@ -316,7 +319,9 @@ def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) 
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(folder / TRIALS_FILE, f"cannot be read ({exc})", "error"))
         trials = None
-    best = _read_json(folder, BEST_CONFIG_FILE, read, problems, required=not running)
+    # no best config is expected while running, nor when no trial counted (e.g. all diverged)
+    expected = not running and meta.get("best_trial", "unknown") is not None
+    best = _read_json(folder, BEST_CONFIG_FILE, read, problems, required=expected)
     return ExperimentFiles(folder, dict(meta), trials, best, problems)
 
 

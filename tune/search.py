@@ -24,7 +24,14 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
 from tune.experiment import SearchOptions, run_search  # noqa: E402
-from tune.outputs import summary_lines  # noqa: E402
+from tune.outputs import (  # noqa: E402
+    EXIT_ERRORED,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_USABLE,
+    EXIT_OK,
+    exit_status,
+    summary_lines,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,24 +116,40 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose)
 
 
+_STATES = {
+    EXIT_OK: "finished",
+    EXIT_ERRORED: "some trials errored: fix the cause (each trial's error.txt) and rerun with --resume",
+    EXIT_NOTHING_USABLE: "no trial reached a result (all errored or diverged)",
+    EXIT_INTERRUPTED: "interrupted: rerun with --resume to continue",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the searches; the exit status is the worst of theirs (see :func:`tune.outputs.exit_status`)."""
     from ssot.data.benchmarks import DATASETS, tasks_of
 
     args = build_parser().parse_args(argv)
     tasks, name = [args.task], args.name
     if args.task in DATASETS:
         tasks, name = tasks_of(args.task), args.name or f"ssot-{args.task}"
+    worst = EXIT_OK
     try:
         for task in tasks:
             outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
-            info = outcome.info or {"task": task}
-            print("\n".join(summary_lines(outcome.trials, info)))
-            state = "finished" if outcome.finished else "interrupted: rerun with --resume to continue"
-            print(f"  {state}; table {outcome.path}/trials.csv" + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+            print("\n".join(summary_lines(outcome.trials, outcome.info or {"task": task})))
+            code = exit_status(outcome)
+            print(f"  {_STATES[code]}; table {outcome.path}/trials.csv"
+                  + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+            worst = max(worst, code)
+            if code == EXIT_INTERRUPTED:
+                break
     except SSOTError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
-    return 0
+    except KeyboardInterrupt:
+        print("interrupted: rerun with --resume to continue", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return worst
 
 
 if __name__ == "__main__":

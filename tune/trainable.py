@@ -51,7 +51,11 @@ def ssot_trainable(params: dict[str, Any]) -> None:
         with checkpoint.as_directory() as folder:
             trainer.load_state_dict(torch.load(Path(folder) / STATE_FILE, map_location=trainer.device, weights_only=False))
     else:
-        _pretrain(trainer, params.get("_pretrain_cache"))
+        try:
+            _pretrain(trainer, params.get("_pretrain_cache"))
+        except DivergedError as exc:  # diverged in source pretraining: no accuracy at all
+            tune.report({"epoch": 0, "target_acc": 0.0, "diverged": 1, "reason": exc.reason})
+            return
     base = {"source_only_target_acc": trainer.record["source_only_target_acc"],
             "source_outlier_share": trainer.record["source_outlier_share"]}
     while trainer.epoch < config.epochs:
