@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError, one_line
+from ssot.errors import SSOTError, check_output, one_line
 
 _HELP = {
     "task": "task name: digits (embedded, no download) or a paper task such as A2W, P2I, Ar2Cl, S2R",
@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out is not None and args.out.exists():
             raise SSOTError(f"--out {args.out} already exists; choose another path or move the old result away (results are never overwritten).")
+        if args.out is not None:
+            check_output(args.out, "--out", folder=False)
         config = config_from_args(args)
         seeds = args.seeds if args.seeds else [config.seed]
         records = []

@@ -17,7 +17,7 @@ from ray import tune as ray_tune
 
 from ssot.config import SSOTConfig
 from ssot.data import build_task
-from ssot.errors import ConfigError, SSOTError
+from ssot.errors import ConfigError, SSOTError, check_output
 from tune import schema, storage
 from tune import space as spaces
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
@@ -192,6 +192,10 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     import ray
 
     options.validate()
+    if "://" not in options.storage_path:
+        check_output(options.storage_path, "--storage-path", folder=True)
+    if address:
+        _check_reachable(address)
     base = base_config(options)
     build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     root = experiment_root(options)
@@ -225,6 +229,22 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     finally:
         if started_ray:
             ray.shutdown()
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse within ``timeout`` seconds an explicit ``HOST:PORT`` where nothing listens (``ray.init``
+    would wait for ever, deaf to Ctrl-C); ``auto`` and ``ray://`` addresses are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise SSOTError(f"Cannot connect to the Ray cluster at --address {address}: nothing answers there within "
+                        f"{timeout:g} s ({exc}). Start it (`ray start --head --port {port}`) or check the address "
+                        "(`ray status` on the head node).") from None
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, *, resume: bool) -> SearchOutcome:

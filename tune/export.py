@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
     sys.path.insert(0, str(_here.parent))
 
 from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import SSOTError, one_line  # noqa: E402
+from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
 from tune import schema  # noqa: E402
 from tune.results import ResultsError, check_new  # noqa: E402
 
@@ -181,6 +181,7 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         If no experiment is found, none is finished and readable, or a target file exists and
         ``overwrite`` is false (checked before anything is written).
     """
+    check_output(config_dir, "--out", folder=True)
     report = ExportReport()
     folders = find_experiments(results_dir)
     if not folders:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError, one_line
+from ssot.errors import SSOTError, check_output, one_line
 from tune.results import ResultsError, check_new, result_paths, results_table, to_markdown, write_results
 
 __all__ = [
@@ -205,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if len(set(args.seeds)) != len(args.seeds):
             raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, args.seeds))} instead.")
+        check_output(args.out, "--out", folder=True)
         check_new(list(result_paths(args.out)))
         configs = [apply_overrides(c, epochs=args.epochs, device=args.device) for _, c in collect_configs(args.configs)]
         records = run_all(configs, args.seeds, args.out)
