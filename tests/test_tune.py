@@ -125,6 +125,23 @@ def test_existing_experiments_are_never_overwritten(ray_local, tmp_path):
         run_search(SearchOptions(task="digits", storage_path=str(tmp_path), name="other", resume=True))
 
 
+def test_tpe_proposes_a_trial_only_when_a_slot_is_free(ray_local, tmp_path):
+    """With 2 slots (2 CPUs, 1 per trial, no --max-concurrent), the k-th TPE proposal is made after
+    at least k - 2 - 1 trials reported (1: the paper's default config, evaluated first)."""
+    import pickle
+
+    options = SearchOptions(task="digits", num_samples=5, base={"epochs": 1, "pretrain_epochs": 1, "iters_per_epoch": 3},
+                            storage_path=str(tmp_path), name="slots", early_stop=False, verbose=0)
+    outcome = run_search(options)
+    state = next(Path(outcome.path).glob("searcher-state-*.pkl"))
+    study = pickle.loads(state.read_bytes())["_ot_study"]  # Optuna's record of every ask and tell
+    proposals = sorted(study.trials, key=lambda t: t.datetime_start)
+    reports = sorted(t.datetime_complete for t in proposals)
+    assert len(proposals) == 5 and None not in reports
+    for k, trial in enumerate(proposals, start=1):
+        assert sum(done <= trial.datetime_start for done in reports) >= k - 2 - 1, (k, proposals, reports)
+
+
 def test_zero_epochs_are_refused_before_anything_starts(tmp_path):
     with pytest.raises(ConfigError, match=r"'epochs' parameter of a search must be an int >= 1 \(ASHA's max_t\). Got 0 instead"):
         run_search(SearchOptions(task="digits", base={"epochs": 0}, storage_path=str(tmp_path)))

@@ -25,6 +25,7 @@ from tune.trainable import ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
 PATH_FIELDS = ("data_root", "features_path", "pretrained_path")
+_USER_ENV = frozenset(os.environ)  # Ray settings the user chose are left alone
 
 
 @dataclass
@@ -142,7 +143,21 @@ def check_resources(options: SearchOptions) -> float:
     return want
 
 
-def _searcher(options: SearchOptions, base: SSOTConfig) -> Any:
+def runnable_slots(options: SearchOptions, gpus_per_trial: float) -> int:
+    """How many trials can run at once: the cluster's CPUs (and GPUs) over a trial's request,
+    capped by ``max_concurrent``; at least 1. Nodes added later by an autoscaler are not counted."""
+    import ray
+
+    total = ray.cluster_resources()
+    slots = int(total.get("CPU", 0.0) // options.cpus_per_trial)
+    if gpus_per_trial > 0:
+        slots = min(slots, int(total.get("GPU", 0.0) // gpus_per_trial))
+    if options.max_concurrent:
+        slots = min(slots, options.max_concurrent)
+    return max(1, slots)
+
+
+def _searcher(options: SearchOptions, base: SSOTConfig, slots: int) -> Any:
     import optuna
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
@@ -156,9 +171,10 @@ def _searcher(options: SearchOptions, base: SSOTConfig) -> Any:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
     searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=schema.metric(options.metric).direction, sampler=sampler, points_to_evaluate=points)
-    # ConcurrencyLimiter enforces the limit inside the searcher itself: some Ray releases
-    # ignored TuneConfig.max_concurrent_trials with custom searchers.
-    return ConcurrencyLimiter(searcher, max_concurrent=options.max_concurrent) if options.max_concurrent else searcher
+    # The searcher proposes a trial only when a slot is free, so TPE learns from every result
+    # reported before (ConcurrencyLimiter: some Ray releases also ignored
+    # TuneConfig.max_concurrent_trials with custom searchers).
+    return ConcurrencyLimiter(searcher, max_concurrent=slots)
 
 
 def _scheduler(options: SearchOptions, epochs: int) -> Any:
@@ -206,9 +222,6 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
 
-    # Ray keeps a single trial pending by default with searchers, so trials start one at a time,
-    # each waiting for the previous one's worker to boot: let as many be pending as may run.
-    os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(options.max_concurrent or 16))
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
         os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
@@ -225,7 +238,13 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ) from None
     try:
         gpus = check_resources(options)
-        return _run(options, base, root, path, gpus, resume=exists)
+        slots = runnable_slots(options, gpus)
+        # Ray keeps a single trial pending by default with searchers, so trials started one at a
+        # time, each waiting for the previous one's worker to boot; more pending trials than
+        # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
+        if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
+            os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
+        return _run(options, base, root, path, gpus, slots, resume=exists)
     finally:
         if started_ray:
             ray.shutdown()
@@ -247,7 +266,8 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
                         "(`ray status` on the head node).") from None
 
 
-def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, *, resume: bool) -> SearchOutcome:
+def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
+         resume: bool) -> SearchOutcome:
     epochs = base.epochs
     info = storage.read_json(storage.join(path, schema.EXPERIMENT_FILE)) if resume else None
     if info is not None and info.get("status") == schema.FINISHED:
@@ -264,7 +284,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=schema.metric(options.metric).direction, search_alg=_searcher(options, base), scheduler=_scheduler(options, epochs),
+                metric=options.metric, mode=schema.metric(options.metric).direction, search_alg=_searcher(options, base, slots), scheduler=_scheduler(options, epochs),
                 num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
