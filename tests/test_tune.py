@@ -308,3 +308,5 @@ def test_a_real_search_is_read_by_analysis_and_every_consumer_names_its_best_tri
     assert shown == best_file
     row = final_results(outcome.trials).set_index("trial_id").loc[best_id]
     assert (best_file["lambda_ot"], best_file["potential_width"]) == (pytest.approx(row["lambda_ot"]), row["potential_width"])
+    # trials that ended keep no checkpoint (issue 13: a 50-trial ResNet-50 search kept ~16 GB)
+    assert list(folder.glob("trial_*")) and not list(folder.glob("trial_*/checkpoint_*"))

@@ -55,6 +55,7 @@ class SearchOptions:
     resume: bool = False
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
     metric: str = schema.DEFAULT_METRIC  # what the search optimises and selects on (tune.schema.METRICS)
+    keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
 
     def validate(self) -> None:
         if self.search not in SEARCHES:
@@ -103,6 +104,19 @@ class TrialLines(ray_tune.Callback):
         print(f"[{min(done, len(trials))}/{len(trials)}] trial {trial.trial_id}: epoch {r.get('epoch', 0)}, {acc}  "
               f"lambda_ot {c.get('lambda_ot', float('nan')):.3g} lambda_ent {c.get('lambda_ent', float('nan')):.3g} "
               f"eps {c.get('eps', float('nan')):.3g} width {c.get('potential_width')}{flag}", flush=True)
+
+
+class DropEndedCheckpoints(ray_tune.Callback):
+    """Remove the checkpoints of a trial that ended (completed, early-stopped, diverged): only
+    running (and errored, which ``--resume`` continues) trials keep theirs, so a search holds
+    about one checkpoint per slot instead of one per trial. Local storage only."""
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        import shutil
+
+        if trial.path and "://" not in str(trial.path):  # the trial's folder in the storage path
+            for folder in Path(trial.path).glob("checkpoint_*"):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _error_summary(trial: Any) -> str:
@@ -290,7 +304,8 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             ),
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=[TrialLines()] if options.verbose >= 1 else [],
+                callbacks=([TrialLines()] if options.verbose >= 1 else [])
+                + ([] if options.keep_checkpoints else [DropEndedCheckpoints()]),
                 checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1),
                 failure_config=ray_tune.FailureConfig(max_failures=0),
             ),

@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--storage-path", default="ray_results", help="local folder or any URI Ray accepts")
     r.add_argument("--name", help="experiment name (default ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
+    r.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep the last checkpoint of every trial (default: removed when the trial ends)")
     r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
     return p
 
@@ -113,7 +115,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          early_stop=not args.no_early_stop, grace_period=args.grace_period,
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
-                         storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose)
+                         storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
+                         keep_checkpoints=args.keep_checkpoints)
 
 
 _STATES = {
