@@ -61,10 +61,9 @@ def write_experiment(
     best = schema.best_trial(table)
     meta.update(status=status, finished=schema.now() if status == schema.FINISHED else None,
                 best_trial=None if best is None else str(best["trial_id"]))
-    if status != schema.RUNNING and best_config is None:
+    if status != schema.RUNNING and best_config is None and best is not None:
         best_config = {"task": task, "epochs": max_epochs, "seed": 0}
-        if best is not None:
-            best_config.update({p: (int if p == "potential_width" else float)(best[p]) for p in schema.PARAMS})
+        best_config.update({p: (int if p == "potential_width" else float)(best[p]) for p in schema.PARAMS})
     return schema.write_experiment(folder, meta, frame, None if status == schema.RUNNING else best_config)
 
 

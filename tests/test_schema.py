@@ -145,3 +145,17 @@ def test_reading_commands_load_neither_torch_nor_ray(command):
     modules = [line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
     heavy = [m for m in modules if m.split(".")[0] in ("torch", "ray")]
     assert heavy == [], heavy[:5]
+
+
+def test_an_all_diverged_search_is_finished_without_a_best_config_and_without_errors(tmp_path):
+    from analysis.dashboard import build_dashboard
+    from experiment_fixtures import trial_rows, write_experiment
+
+    rows = trial_rows("A2D", "tpe", "d0", {"lambda_ot": 10.0, "lambda_ent": 1.0, "eps": 0.01, "potential_width": 64},
+                      [0.5, 0.0], "diverged", "non-finite loss_ot at epoch 2")
+    folder = write_experiment(tmp_path / "div" / "A2D", rows, task="A2D", search="tpe", space={},
+                              max_epochs=3, dataset="office31")
+    assert not (folder / schema.BEST_CONFIG_FILE).exists()
+    result = build_dashboard(tmp_path, images=False)
+    assert [p for p in result.problems if p.severity == "error"] == []
+    assert "still running" not in " ".join(str(p) for p in result.problems)
