@@ -80,6 +80,9 @@ class SSOTConfig:
     eval_batch_size : batch size of the no-gradient evaluation passes.
     source_eval_samples : size of the fixed source subset used for source accuracy (0 = all).
     num_workers : DataLoader workers for image tasks.
+    num_threads : torch CPU threads (0: torch's default, all cores). Results depend on it (float
+        sums are split differently), so it is recorded: a search's trials run with their CPU
+        share, and their ``best_config.json`` reproduces a trial exactly.
     device : ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
     precision : ``fp32`` or ``bf16`` (autocast of ``f`` and ``eta``; the OT maths stays in fp32).
     seed : seed of every random number generator of the run.
@@ -122,6 +125,7 @@ class SSOTConfig:
     source_eval_samples: int = 2000
     num_workers: int = 0
     # --- execution ---
+    num_threads: int = 0
     device: str = "auto"
     precision: str = "fp32"
     seed: int = 0
@@ -218,6 +222,7 @@ class SSOTConfig:
             _check_int(self, name, low=1)
         _check_int(self, "source_eval_samples", low=0)
         _check_int(self, "num_workers", low=0)
+        _check_int(self, "num_threads", low=0)
         _check_int(self, "seed", low=0)
         if not isinstance(self.task, str) or not self.task:
             raise ConfigError(f"The 'task' parameter must be a task name. Got {self.task!r} instead.")

@@ -92,6 +92,8 @@ class Trainer:
         self.config = config
         self.progress = progress
         self.device = resolve_device(config.device)
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
         _seed_everything(config.seed)
         self.task = task if task is not None else build_task(config)
         K = self.task.num_classes

@@ -142,6 +142,29 @@ def test_tpe_proposes_a_trial_only_when_a_slot_is_free(ray_local, tmp_path):
         assert sum(done <= trial.datetime_start for done in reports) >= k - 2 - 1, (k, proposals, reports)
 
 
+def test_a_final_run_of_a_trials_config_reproduces_its_accuracies(ray_local, tmp_path):
+    """A trial runs with its CPU share of threads, recorded in its config: a standalone run of
+    best_config.json gives the trial's per-epoch accuracies exactly (same machine)."""
+    import torch
+
+    from ssot.trainer import run
+
+    options = SearchOptions(task="digits", search="grid", space={"lambda_ot": {"type": "grid", "values": [1.0]}},
+                            num_samples=1, base={"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 5},
+                            storage_path=str(tmp_path), name="repro", early_stop=False, verbose=0)
+    outcome = run_search(options)
+    config = SSOTConfig.from_json(Path(outcome.path) / "best_config.json")
+    assert config.num_threads == 1
+    threads = torch.get_num_threads()
+    try:
+        record = run(config)
+    finally:
+        torch.set_num_threads(threads)
+    trial = outcome.trials.sort_values("epoch")
+    assert [e["target_acc"] for e in record["epochs"]] == trial["target_acc"].tolist()
+    assert record["config"]["num_threads"] == 1
+
+
 def test_zero_epochs_are_refused_before_anything_starts(tmp_path):
     with pytest.raises(ConfigError, match=r"'epochs' parameter of a search must be an int >= 1 \(ASHA's max_t\). Got 0 instead"):
         run_search(SearchOptions(task="digits", base={"epochs": 0}, storage_path=str(tmp_path)))
@@ -278,7 +301,7 @@ def test_trials_get_their_cpu_share_of_threads_and_loader_workers():
 
     options = SearchOptions(task="A2W", cpus_per_trial=2, base={"data_root": "/data"})
     params = _param_space(options, base_config(options), gpus=0.25, cache_dir=None)
-    assert params["num_workers"] == 2 and params["_threads"] == 2 and params["device"] == "cuda"
+    assert params["num_workers"] == 2 and params["num_threads"] == 2 and params["device"] == "cuda"
     assert "lambda_ot" not in params  # sampled by the searcher, not a constant
 
 

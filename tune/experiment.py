@@ -135,6 +135,8 @@ def base_config(options: SearchOptions) -> SSOTConfig:
     for key in PATH_FIELDS:
         if base.get(key) and "://" not in str(base[key]):
             base[key] = str(Path(base[key]).expanduser().resolve())
+    if not base.get("num_threads"):  # a trial's CPU share, recorded in its config and best_config.json
+        base["num_threads"] = max(1, int(options.cpus_per_trial))
     config = SSOTConfig.for_task(options.task, **base)
     if config.epochs < 1:
         raise ConfigError(f"The 'epochs' parameter of a search must be an int >= 1 (ASHA's max_t). Got {config.epochs!r} instead.")
@@ -204,7 +206,7 @@ def _scheduler(options: SearchOptions, epochs: int) -> Any:
 def _param_space(options: SearchOptions, base: SSOTConfig, gpus: float, cache_dir: str | None) -> dict[str, Any]:
     constants = {k: v for k, v in base.to_dict().items() if k not in options.space or options.space[k]["type"] == "fixed"}
     constants.update(spaces.fixed_values(options.space))
-    constants.update({"_threads": max(1, int(options.cpus_per_trial)), "_pretrain_cache": cache_dir})
+    constants["_pretrain_cache"] = cache_dir
     constants["device"] = "cuda" if gpus > 0 else "cpu"
     # DataLoader workers beyond the trial's CPU share would oversubscribe the node.
     constants["num_workers"] = min(base.num_workers, int(options.cpus_per_trial))

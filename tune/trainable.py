@@ -3,8 +3,6 @@
 The trial's ``params`` are a full :class:`ssot.config.SSOTConfig` as a dict (the searched fields
 sampled, the rest constant) plus private keys starting with ``_``:
 
-``_threads``
-    torch CPU threads of the trial (its CPU share, so concurrent trials do not oversubscribe).
 ``_pretrain_cache``
     a folder where the source-only model is stored once per pretraining config and seed: every
     trial of a search starts adaptation from the same pretrained network instead of repeating
@@ -44,7 +42,6 @@ def config_of(params: dict[str, Any]) -> SSOTConfig:
 def ssot_trainable(params: dict[str, Any]) -> None:
     """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
     config = config_of(params)
-    torch.set_num_threads(max(1, int(params.get("_threads", 1))))
     trainer = Trainer(config)
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
