@@ -27,10 +27,9 @@ from analysis.experiments import (
 )
 from analysis.figures import (
     heatmap_figure,
-    importance_figure,
     learning_curves_figure,
-    parallel_figure,
 )
+from analysis.figures_trials import importance_figure, parallel_figure
 from analysis.frames import (
     MODE_LABELS,
     MODES,

@@ -37,12 +37,11 @@ from analysis._template import PAGE
 from analysis.experiments import Experiment, load_experiments
 from analysis.figures import (
     heatmap_figure,
-    importance_figure,
     learning_curves_figure,
-    parallel_figure,
     param_label,
 )
 from analysis.bins import Bins, heatmap_info
+from analysis.figures_trials import importance_figure, parallel_figure
 from analysis.frames import (
     MODE_LABELS,
     MODES,

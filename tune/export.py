@@ -25,7 +25,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
     _here = Path(__file__).resolve().parent
