@@ -454,11 +454,9 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
 
 # ---------------------------------------------------------------------------- small helpers
 def _dataset_of(task: str) -> str:
-    if task == "digits":
-        return "digits"
-    from ssot.data.benchmarks import TASKS
+    from ssot.data import dataset_of
 
-    return TASKS[task].dataset
+    return dataset_of(task)
 
 
 def _read_json(uri: str) -> dict[str, Any] | None:
