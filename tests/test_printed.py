@@ -142,3 +142,21 @@ def test_short_end_to_end_run(name):
     assert 0.0 <= record["source_only_target_acc"] <= 1.0
     if epochs:
         assert np.isfinite(record["epochs"][-1]["loss_ot"])
+
+
+def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
+    import pandas as pd
+
+    from tune import search
+    from tune.experiment import SearchOutcome
+
+    seen = []
+
+    def fake_run_search(options, *, address=None, num_cpus=None):
+        seen.append((options.task, options.name))
+        return SearchOutcome(path=f"x/{options.name}/{options.task}", trials=pd.DataFrame(), best_config=None, finished=True)
+
+    monkeypatch.setattr(search, "run_search", fake_run_search)
+    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    assert search.main(["--task", "embedded", "--num-samples", "1"]) == 0
+    assert seen == [("digits", "ssot-embedded"), ("P2H", "ssot-embedded"), ("H2P", "ssot-embedded")]
