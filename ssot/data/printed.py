@@ -31,8 +31,8 @@ Tasks (target = half B restricted to :data:`TARGET_CLASSES`, 5 of 10: a partial 
 ======  ================================  ==========================================
 name    source (10 classes)               target (classes 0-4)
 ======  ================================  ==========================================
-``P2H`` printed, half A (1800 images)     handwritten, half B (450 images)
-``H2P`` handwritten, half A (899 images)  printed, half B (900 images)
+``P2H`` printed, half A (1800 images)     handwritten, half B (449 images)
+``H2P`` handwritten, half A (901 images)  printed, half B (900 images)
 ======  ================================  ==========================================
 
 The letters do not clash with the paper's task names (``P`` is ImageCLEF's Pascal there, but no
