@@ -49,7 +49,8 @@ class SSOTConfig:
 
     Parameters
     ----------
-    task : task name: ``digits`` (embedded) or one of the paper's 26 tasks (``A2W``, ``P2I``...).
+    task : task name: ``digits``, ``P2H``, ``H2P`` (embedded; ``H2H``, ``P2P``: references) or one of
+        the paper's 26 tasks (``A2W``, ``P2I``...).
     lambda_ot : weight of the OT loss ``L_OT``.
     lambda_ent : weight of the target entropy loss ``L_Ent`` (0 = ablation "w/o Ent").
     eps : entropic regularisation of the semi-dual (paper: 1); 0 gives the hard c-transform.
