@@ -49,7 +49,8 @@ class SSOTConfig:
 
     Parameters
     ----------
-    task : task name: ``digits`` (embedded) or one of the paper's 26 tasks (``A2W``, ``P2I``...).
+    task : task name: ``digits``, ``P2H``, ``H2P`` (embedded; ``H2H``, ``P2P``: references) or one of
+        the paper's 26 tasks (``A2W``, ``P2I``...).
     lambda_ot : weight of the OT loss ``L_OT``.
     lambda_ent : weight of the target entropy loss ``L_Ent`` (0 = ablation "w/o Ent").
     eps : entropic regularisation of the semi-dual (paper: 1); 0 gives the hard c-transform.
@@ -134,9 +135,12 @@ class SSOTConfig:
     @classmethod
     def for_task(cls, task: str, **overrides: Any) -> SSOTConfig:
         """The defaults for ``task``: the paper's settings for a benchmark task, the small
-        CNN settings for the embedded ``digits`` task; ``overrides`` win."""
+        CNN settings for the embedded tasks (``digits``, ``P2H``, ``H2P`` and their references
+        ``H2H``, ``P2P``: the same small CNN and schedule); ``overrides`` win."""
+        from ssot.data.printed import PRINTED_TASKS
+
         base: dict[str, Any] = {"task": task}
-        if task != "digits":
+        if task != "digits" and task not in PRINTED_TASKS:
             base.update(
                 backbone="resnet50",
                 bottleneck_dims=(1024, 512),
@@ -144,6 +148,8 @@ class SSOTConfig:
                 pretrain_epochs=5,
                 num_workers=4,
             )
+        if task in PRINTED_TASKS and task[0] == "P":  # 1800 printed sources: digits' 28 iterations per epoch
+            base.update(iters_per_epoch=28)
         base.update(overrides)
         return cls.from_dict(base)
 
@@ -226,8 +232,10 @@ class SSOTConfig:
         _check_int(self, "seed", low=0)
         if not isinstance(self.task, str) or not self.task:
             raise ConfigError(f"The 'task' parameter must be a task name. Got {self.task!r} instead.")
-        if self.task == "digits" and self.backbone == "resnet50":
-            raise ConfigError("The 'backbone' parameter 'resnet50' does not fit task 'digits' (8x8 images). Use backbone 'digits_cnn'.")
+        from ssot.data.printed import PRINTED_TASKS
+
+        if (self.task == "digits" or self.task in PRINTED_TASKS) and self.backbone == "resnet50":
+            raise ConfigError(f"The 'backbone' parameter 'resnet50' does not fit task {self.task!r} (8x8 images). Use backbone 'digits_cnn'.")
         if self.features_path and self.backbone != "features":
             raise ConfigError(f"The 'features_path' parameter is set but 'backbone' is {self.backbone!r}. Use backbone 'features' to train on a feature cache.")
         if self.backbone == "features" and not self.features_path:

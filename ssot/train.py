@@ -24,7 +24,7 @@ from ssot.config import SSOTConfig
 from ssot.errors import SSOTError, check_output, one_line
 
 _HELP = {
-    "task": "task name: digits (embedded, no download) or a paper task such as A2W, P2I, Ar2Cl, S2R",
+    "task": "task name: digits, P2H, H2P (embedded, no download; H2H and P2P are their target-supervised references) or a paper task such as A2W, P2I, Ar2Cl, S2R",
     "data_root": "root folder of the benchmark datasets (default: $SSOT_DATA_ROOT)",
 }
 

@@ -328,11 +328,9 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
 
 # ---------------------------------------------------------------------------- small helpers
 def _dataset_of(task: str) -> str:
-    if task == "digits":
-        return "digits"
-    from ssot.data.benchmarks import TASKS
+    from ssot.data import dataset_of
 
-    return TASKS[task].dataset
+    return dataset_of(task)
 
 
 def _all_terminated(path: str, expected: int) -> bool:

@@ -37,7 +37,7 @@ from tune.outputs import (  # noqa: E402
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python tune/search.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", required=True, help="a task (digits, A2W, P2I, Ar2Cl, S2R...) or a dataset (office31, imageclef, officehome, visda2017)")
+    p.add_argument("--task", required=True, help="a task (digits, P2H, H2P, A2W, P2I, Ar2Cl, S2R...) or a dataset (embedded, office31, imageclef, officehome, visda2017)")
     p.add_argument("--num-samples", type=int, help="trials per task (default 20); with --search grid: repeats of the grid (default 1)")
     p.add_argument("--search", choices=["tpe", "grid", "random"], default="tpe")
     g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
@@ -129,12 +129,12 @@ _STATES = {
 
 def main(argv: list[str] | None = None) -> int:
     """Run the searches; the exit status is the worst of theirs (see :func:`tune.outputs.exit_status`)."""
-    from ssot.data.benchmarks import DATASETS, tasks_of
+    from ssot.data import tasks_of_dataset
 
     args = build_parser().parse_args(argv)
     tasks, name = [args.task], args.name
-    if args.task in DATASETS:
-        tasks, name = tasks_of(args.task), args.name or f"ssot-{args.task}"
+    if tasks_of_dataset(args.task) is not None:
+        tasks, name = tasks_of_dataset(args.task), args.name or f"ssot-{args.task}"
     worst = EXIT_OK
     try:
         for task in tasks:
