@@ -119,8 +119,9 @@ def check_domain(root: Path, dataset: str, folder: str, report: CheckReport,
     published = PUBLISHED_COUNTS.get((dataset, folder))
     counts = Counter(label for _, label in samples)
     if published is not None and len(samples) != published:
-        report.problem(f"{shown}: {len(samples)} images found, {published} published "
-                       f"({published - len(samples):+d})")
+        diff = published - len(samples)
+        gap = f"{diff} missing" if diff > 0 else f"{-diff} more than published"
+        report.problem(f"{shown}: {len(samples)} images found, {published} published ({gap})")
     else:
         report.lines.append(f"ok {shown}: {len(samples)} images (published {published})")
     listed = _released_list_count(root, dataset, folder)
@@ -154,6 +155,8 @@ def _task_blocker(task: str, domains: dict[tuple[str, str], DomainReport]) -> st
     spec = DATASETS[spec_task.dataset]
     source = domains[(spec_task.dataset, spec_task.source)]
     target = domains[(spec_task.dataset, spec_task.target)]
+    if source.blocker and source.blocker == target.blocker:
+        return source.blocker
     for role, dom in (("source", source), ("target", target)):
         if dom.blocker:
             return f"{role} {dom.blocker}"
@@ -197,7 +200,7 @@ def check_data(root: Path, datasets: list[str] | None = None,
                            f"--data-root {root}")
             for folder in spec.domains.values():
                 domains[(name, folder)] = DomainReport(blocker=f"{spec.title} not found")
-            continue
+            continue  # its tasks are blocked below with the reason "<title> not found"
         for folder in spec.domains.values():
             domains[(name, folder)] = check_domain(root, name, folder, report, sample)
     for task, spec_task in TASKS.items():
@@ -211,6 +214,9 @@ def check_data(root: Path, datasets: list[str] | None = None,
     checked = len(report.runnable) + len(report.blocked)
     report.lines.append(f"tasks: {len(report.runnable)} of {checked} can run"
                         + (f": {' '.join(report.runnable)}" if report.runnable else ""))
+    by_reason: dict[str, list[str]] = {}
     for task, reason in report.blocked.items():
-        report.lines.append(f"cannot run {task}: {reason}")
+        by_reason.setdefault(reason, []).append(task)
+    for reason, tasks in by_reason.items():
+        report.lines.append(f"cannot run {' '.join(tasks)}: {reason}")
     return report

@@ -188,6 +188,15 @@ def _read_whole_archive(path: Path) -> None:
                         extracted = tf.extractfile(member)
                         while extracted is not None and extracted.read(_CHUNK):
                             pass
+                # tarfile stops quietly at a damaged header, and a gzip CRC is only checked at
+                # the end of the stream: everything after the last member must be zero padding,
+                # read to the end.
+                tf.fileobj.seek(tf.offset)
+                for chunk in iter(lambda: tf.fileobj.read(_CHUNK), b""):
+                    if chunk.strip(b"\0"):
+                        raise FetchError(f"archive {path} is damaged (unreadable data after "
+                                         f"byte {tf.offset} of the tar stream); download it "
+                                         "again")
         else:
             raise FetchError(f"{path} is not a tar or zip archive; download it again")
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
