@@ -235,6 +235,7 @@ def test_check_reports_missing_and_empty_classes_and_unreadable_images(archives,
     archive.write_bytes(archives[archive.name])
     root = tmp_path / "data"
     assert _fetch("officehome", root, "--archive", str(archive), "--no-check") == 0
+    assert archive.exists()  # a file given by hand is never deleted
     released = root / "officehome" / "OfficeHomeDataset_10072016"
     for f in (released / "Real World" / "Alarm_Clock").iterdir():
         f.unlink()
@@ -296,20 +297,18 @@ def test_missing_file_on_the_mirror_and_existing_destination(server, archives, t
     assert f"{tmp_path / 'visda2017' / 'train'} already exists and fetch never overwrites" in err
 
 
-def test_ingested_office31_archive_trains_a2w(archives, tmp_path):
+def test_visda_fetched_from_loopback_trains_s2r(server, tmp_path):
+    """The direct-link dataset end to end: download -> verify -> unpack -> check -> train."""
     from ssot.train import main as train_main
 
-    archive = tmp_path / "domain_adaptation_images.tar.gz"
-    archive.write_bytes(archives[archive.name])
     root = tmp_path / "data"
-    assert _fetch("office31", root, "--archive", str(archive)) == 0
-    assert archive.exists()  # a file given by hand is never deleted
-    out = tmp_path / "a2w.json"
-    code = train_main(["--task", "A2W", "--data-root", str(root), "--no-pretrained",
-                       "--image-size", "32", "--resize-size", "36", "--batch-size", "8",
-                       "--num-workers", "0", "--device", "cpu", "--eval-batch-size", "32",
+    assert _fetch("visda2017", root, "--mirror", server.url) == 0
+    out = tmp_path / "s2r.json"
+    code = train_main(["--task", "S2R", "--data-root", str(root), "--no-pretrained",
+                       "--image-size", "16", "--resize-size", "16", "--batch-size", "4",
+                       "--num-workers", "0", "--device", "cpu", "--eval-batch-size", "16",
                        *QUICK, "--out", str(out)])
     assert code == 0
     record = json.loads(out.read_text())
-    assert record["task"]["n_source"] == 62 and record["task"]["n_target"] == 20
+    assert record["task"]["n_source"] == 12 and record["task"]["n_target"] == 6
     assert record["status"] == "completed" and len(record["epochs"]) == 1
