@@ -313,3 +313,27 @@ def test_visda_fetched_from_loopback_trains_s2r(server, tmp_path):
     record = json.loads(out.read_text())
     assert record["task"]["n_source"] == 12 and record["task"]["n_target"] == 6
     assert record["status"] == "completed" and len(record["epochs"]) == 1
+
+
+def test_archive_folder_directly_in_the_data_root_is_accepted(archives, tmp_path):
+    with zipfile.ZipFile(io.BytesIO(archives["OfficeHomeDataset_10072016.zip"])) as zf:
+        zf.extractall(tmp_path)
+    assert (tmp_path / "OfficeHomeDataset_10072016" / "Real World").is_dir()
+    data = build_benchmark_task("Rw2Ar", tmp_path, image_size=8, resize_size=8)
+    assert len(data.source) == 65 and len(data.target) == 25
+    assert all("Real World" in str(p) for p, _ in data.source.samples)
+
+
+def test_counts_equal_to_the_published_ones_are_ok(archives, tmp_path, capsys, monkeypatch):
+    import ssot.data.check as check
+
+    archive = tmp_path / "image_CLEF.zip"
+    archive.write_bytes(archives[archive.name])
+    assert _fetch("imageclef", tmp_path / "data", "--archive", str(archive), "--no-check") == 0
+    monkeypatch.setattr(check, "PUBLISHED_PER_CLASS", {"imageclef": 1})
+    monkeypatch.setitem(check.PUBLISHED_COUNTS, ("imageclef", "c"), 12)
+    report = check.check_data(tmp_path / "data", ["imageclef"])
+    assert "ok imageclef/c: 12 images (published 12)" in report.lines
+    assert report.problems == ["imageclef/i: 12 images found, 600 published (588 missing)",
+                               "imageclef/p: 12 images found, 600 published (588 missing)"]
+    assert report.exit_code == 0 and len(report.runnable) == 6
