@@ -89,6 +89,8 @@ def _sample(samples: list[Sample], count: int | None) -> list[Sample]:
     """``count`` samples spread evenly over the list (deterministic); all when ``None``."""
     if count is None or count >= len(samples):
         return samples
+    if count == 0:
+        return []
     step = len(samples) / count
     return [samples[int(i * step)] for i in range(count)]
 
