@@ -17,7 +17,8 @@ Office-Home, ``OfficeHomeDataset_10072016.zip`` of Venkateswara et al. (CVPR 201
 https://www.hemanthdv.org/officeHomeDataset.html (domains "Art", "Clipart", "Product",
 "Real World"; Transfer-Learning-Library renames the last to ``Real_World``); ImageCLEF-DA,
 ``image_CLEF.zip`` of Long et al. (JAN, ICML 2017) with ``b c i p`` folders and
-``list/{b,c,i,p}List.txt`` (AFN ``data/README.md`` shows the same files); VisDA-2017,
+``list/{b,c,i,p}List.txt`` (AFN ``data/README.md`` shows the same files; their labels index the
+alphabetical class order, as Transfer-Learning-Library's ``ImageCLEF.CLASSES`` lists it); VisDA-2017,
 ``train.tar`` and ``validation.tar`` of Peng et al. (arXiv:1710.06924),
 VisionLearningGroup/taskcv-2017-public ``classification_track/README.md``: "a single .txt file
 in the root of each dataset that lists all images and corresponding labels" (``image_list.txt``).
