@@ -11,7 +11,8 @@ Measured side by side in one run, random-init ResNet-50 (no weight download), 22
    Goal: SSOT >= 85 % of plain CE.
 2. The trainer's image DataLoader (the paper tasks' default ``num_workers``, capped at the CPUs,
    and all CPUs) in images/s against the model's images/s (SSOT bf16), on generated 300x300
-   noise JPEGs in an Office-31 layout in a temporary folder (noise decodes slower than photos).
+   noise JPEGs in an Office-31 layout in a temporary folder (noise decodes slower than photos);
+   100 batches, over several epochs: the trainer starts its workers again every epoch.
 3. 1, 2 and 4 trials sharing one GPU (what ``--gpus-per-trial 1, 0.5, 0.25`` does): separate
    processes, each running SSOT bf16 iterations on GPU-resident batches for the same window after
    a common barrier; total iterations/s.
@@ -124,7 +125,7 @@ def write_jpegs(root: Path, per_class: int, size: int = 300) -> Path:
     return root
 
 
-def bench_loader(root: Path, workers: int, *, batches: int = 40, device: str = "cuda", image_size: int = IMAGE) -> float:
+def bench_loader(root: Path, workers: int, *, batches: int = 100, device: str = "cuda", image_size: int = IMAGE) -> float:
     """Images/s of the trainer's own training DataLoader (``Trainer._batches``) on ``root``."""
     from ssot.config import SSOTConfig
     from ssot.data import build_task
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     print("data loader ...", flush=True)
     loader = {}
     with tempfile.TemporaryDirectory() as tmp:
-        root = write_jpegs(Path(tmp), per_class=12)
+        root = write_jpegs(Path(tmp), per_class=40)  # 1240 source images: 38 batches an epoch
         for workers in dict.fromkeys((usable_workers(DEFAULT_WORKERS), usable_workers(64))):
             loader[workers] = bench_loader(root, workers)
     sharing = {}
