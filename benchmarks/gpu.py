@@ -27,10 +27,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-if __package__ in (None, ""):  # run as a script: import the project beside this folder
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+
+from _shared import rate, write_jpegs  # noqa: E402
 
 BATCH = 32
 IMAGE = 224
@@ -81,21 +83,6 @@ def ce_step(trainer: Any, xs: Any, ys: Any, xt: Any) -> float:
     return loss.item()
 
 
-def rate(fn: Callable[[], Any], *, iters: int, warmup: int, device: str) -> float:
-    """Calls of ``fn`` per second over ``iters`` calls after ``warmup`` calls."""
-    import torch
-
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for _ in range(warmup):
-        fn()
-    sync()
-    start = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    sync()
-    return iters / (time.perf_counter() - start)
-
-
 def bench_model(device: str = "cuda", *, iters: int = 40, warmup: int = 10, batch: int = BATCH,
                 image_size: int = IMAGE) -> dict[str, dict[str, float]]:
     """``{precision: {"ssot": it/s, "ce": it/s}}`` for fp32 and bf16, same batch, same models."""
@@ -106,23 +93,6 @@ def bench_model(device: str = "cuda", *, iters: int = 40, warmup: int = 10, batc
                           "ce": rate(lambda: ce_step(trainer, xs, ys, xt), iters=iters, warmup=warmup, device=device)}
         del trainer
     return out
-
-
-def write_jpegs(root: Path, per_class: int, size: int = 300) -> Path:
-    """An Office-31 layout (amazon, webcam) of random-noise JPEGs under ``root``."""
-    import numpy as np
-    from PIL import Image
-
-    from ssot.data.benchmarks import DATASETS
-
-    rng = np.random.default_rng(0)
-    for domain in ("amazon", "webcam"):
-        for name in DATASETS["office31"].classes:
-            folder = root / "office31" / domain / "images" / name
-            folder.mkdir(parents=True, exist_ok=True)
-            for i in range(per_class):
-                Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(folder / f"{i}.jpg", quality=90)
-    return root
 
 
 def bench_loader(root: Path, workers: int, *, batches: int = 100, device: str = "cuda", image_size: int = IMAGE) -> float:
