@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, nargs="+", help="run once per seed and report mean +- std")
     parser.add_argument("--out", type=Path, help="write the run record (JSON); refuses to overwrite")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    return add_config_flags(parser)
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add one flag per :class:`SSOTConfig` field (read back by :func:`config_from_args`)."""
     hints = typing.get_type_hints(SSOTConfig)
     for f in dataclasses.fields(SSOTConfig):
         flag = "--" + f.name.replace("_", "-")

@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from ssot import ot
 from ssot.config import SSOTConfig
 from ssot.data import TaskData, build_task
+from ssot.data.base import usable_workers
 from ssot.errors import ConfigError, DivergedError
 from ssot.models import build_models
 
@@ -144,8 +145,10 @@ class Trainer:
 
     def _loader(self, ds: Dataset, *, train: bool, seed: int = 0) -> DataLoader:
         cfg = self.config
-        kwargs: dict[str, Any] = {"num_workers": cfg.num_workers, "pin_memory": self.device.type == "cuda"}
-        if cfg.num_workers > 0:
+        # never more workers than CPUs (PyTorch warns, and they fight); none for in-memory features
+        workers = 0 if cfg.backbone == "features" else usable_workers(cfg.num_workers)
+        kwargs: dict[str, Any] = {"num_workers": workers, "pin_memory": self.device.type == "cuda"}
+        if workers > 0:
             kwargs["persistent_workers"] = False
         if train:
             gen = torch.Generator().manual_seed(seed)

@@ -4,6 +4,7 @@
     python tune/search.py --task digits --num-samples 20       # embedded default task, CPU
     python tune/search.py --task office31 --num-samples 50     # every task of a dataset
     python tune/search.py --task P2I --search grid             # the paper's 5x5 lambda grid
+    python tune/search.py --task A2W --features a2w.pt         # screen on a feature cache
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
 
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int, help="adaptation epochs per trial (ASHA's max_t); default: the task's")
     t.add_argument("--seed", type=int, default=0, help="seed of the sampler and of every trial")
     t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
+    t.add_argument("--features", metavar="PATH", help="screen on a feature cache (python -m ssot.features) instead of images")
     t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
     t.add_argument("--smoke-test", action="store_true", help="tiny search to check the setup: 2 trials x 2 short epochs")
@@ -92,6 +94,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
         base["epochs"] = args.epochs
     if args.data_root:
         base["data_root"] = args.data_root
+    if args.features:
+        base.update(backbone="features", features_path=args.features)
     base.setdefault("seed", args.seed)
     num_samples = args.num_samples if args.num_samples is not None else (1 if args.search == "grid" else 20)
     if args.smoke_test:

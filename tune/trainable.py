@@ -25,6 +25,7 @@ import torch
 from ray import tune
 
 from ssot.config import CONFIG_FIELDS, SSOTConfig
+from ssot.data import TaskData, build_task
 from ssot.errors import DivergedError
 from ssot.trainer import Trainer
 from tune.schema import REPORTED_METRICS
@@ -42,7 +43,7 @@ def config_of(params: dict[str, Any]) -> SSOTConfig:
 def ssot_trainable(params: dict[str, Any]) -> None:
     """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
     config = config_of(params)
-    trainer = Trainer(config)
+    trainer = Trainer(config, _task_of(config))
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
@@ -66,6 +67,22 @@ def ssot_trainable(params: dict[str, Any]) -> None:
         with tempfile.TemporaryDirectory() as folder:
             torch.save(trainer.state_dict(), Path(folder) / STATE_FILE)
             tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+#: The task data of the last trial this worker process ran, by :data:`TASK_FIELDS`: Ray reuses
+#: actors between trials (``reuse_actors=True``), so a trial of the same task skips rebuilding it.
+_TASK_CACHE: dict[str, TaskData] = {}
+TASK_FIELDS = ("task", "data_root", "features_path", "image_size", "resize_size")
+
+
+def _task_of(config: SSOTConfig) -> TaskData:
+    """The task data of ``config``, built once per worker process (datasets are read-only, and
+    building them draws no random number, so a trial's results do not change)."""
+    key = json.dumps({k: getattr(config, k) for k in TASK_FIELDS}, default=str)
+    if key not in _TASK_CACHE:
+        _TASK_CACHE.clear()
+        _TASK_CACHE[key] = build_task(config)
+    return _TASK_CACHE[key]
 
 
 def trial_dirname(trial: Any) -> str:
