@@ -121,6 +121,8 @@ class Trainer:
             "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
                      "target_classes": self.task.target_classes, "n_source": n_src, "n_target": len(self.task.target)},
             "source_outlier_share": float(self.p_s[self.outliers].sum()) if len(self.outliers) else 0.0,
+            "source_class_freq": self.p_s.tolist(),  # with class_weights: estimated p_t = p_s * m (analysis only)
+            "target_class_freq": ot.label_frequencies(dataset_labels(self.task.target_eval), K).tolist(),
             "source_only_target_acc": None,
             "source_only": None,
             "epochs": [],

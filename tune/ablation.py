@@ -50,9 +50,12 @@ def ablation_paths(out_dir: str | Path) -> tuple[Path, Path]:
     return Path(out_dir) / "ablation.csv", Path(out_dir) / "ablation.md"
 
 
-def variant_configs(full: SSOTConfig) -> dict[str, SSOTConfig]:
-    """The full config and each ablation of it (validated)."""
-    return {name: full.replace(**changes) for name, (_, changes) in VARIANTS.items()}
+Variants = dict[str, tuple[str, dict[str, Any]]]
+
+
+def variant_configs(full: SSOTConfig, variants: Variants = VARIANTS) -> dict[str, SSOTConfig]:
+    """``full`` with each variant's changes applied (validated), by variant name."""
+    return {name: full.replace(**changes) for name, (_, changes) in variants.items()}
 
 
 def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
@@ -62,9 +65,10 @@ def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
     return run(SSOTConfig.from_dict(config_dict))
 
 
-def run_ablation(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, num_cpus: int = 2,
-                 log: Log = print) -> dict[str, list[dict[str, Any]]]:
-    """Train every (variant, seed) missing from ``out_dir`` through Ray; reuse the others.
+def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, variants: Variants = VARIANTS,
+                 num_cpus: int = 2, log: Log = print) -> dict[str, list[dict[str, Any]]]:
+    """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
+    (one CPU per run, ``num_cpus`` at a time); reuse the records already there.
 
     Returns
     -------
@@ -75,10 +79,10 @@ def run_ablation(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
 
     jobs: dict[tuple[str, int], tuple[SSOTConfig, Path]] = {}
     records: dict[tuple[str, int], dict[str, Any]] = {}
-    for name, cfg in variant_configs(full).items():
+    for name, cfg in variant_configs(full, variants).items():
         for seed in seeds:
             c = cfg.replace(seed=seed)
-            path = run_record_path(Path(out_dir) / VARIANTS[name][0], c.task, seed)
+            path = run_record_path(Path(out_dir) / variants[name][0], c.task, seed)
             if path.exists():
                 records[name, seed] = read_run_record(path, c)
                 log(f"{name}: {_describe(c.task, seed, records[name, seed])} [reused {path}]")
@@ -102,7 +106,7 @@ def run_ablation(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
         finally:
             if started_here:
                 ray.shutdown()
-    return {name: [records[name, s] for s in seeds] for name in VARIANTS}
+    return {name: [records[name, s] for s in seeds] for name in variants}
 
 
 def _final_acc(record: dict[str, Any]) -> float | None:
@@ -160,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_new(list(ablation_paths(args.out)))
         full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
         full = apply_overrides(full, epochs=args.epochs, device=args.device)
-        by_variant = run_ablation(full, args.seeds, args.out, num_cpus=args.num_cpus)
+        by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus)
         table = ablation_table({full.task: by_variant})
         csv_path, md_path = ablation_paths(args.out)
         check_new([csv_path, md_path])
