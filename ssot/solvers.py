@@ -14,8 +14,10 @@ source weights :math:`w` (summing to 1). It offers
 ``vector``
     a free potential :math:`v \in \mathbb{R}^{n_t}`, one entry per target sample of the whole
     target set; the batch uses :math:`g_j = v_{\mathrm{id}(j)}`. Ascended by plain stochastic
-    gradient ascent on :math:`b_t H` (each entry moves by ``lr_vector`` times
-    :math:`1 - b_t\sum_i w_i \pi_{ij}`), the discrete semi-dual SGD of Genevay et al. (2016).
+    gradient ascent on :math:`H` with step :math:`\texttt{lr\_vector}\cdot\varepsilon b_t` (the
+    semi-dual is :math:`1/\varepsilon`-smooth; POT's SAG uses :math:`\varepsilon/\max_i a_i`), so
+    each entry moves by ``lr_vector`` :math:`\cdot\,\varepsilon(1 - b_t\sum_i w_i \pi_{ij})`: the
+    discrete semi-dual SGD of Genevay et al. (2016).
     Their SAG variant stores one gradient per source sample; here the cost changes at every
     iteration (the features move), so stored gradients would be stale, and plain SGD is used.
 ``sinkhorn``
@@ -143,7 +145,7 @@ class VectorSolver:
             if k == 0:
                 first = h.item()
             (grad,) = torch.autograd.grad(h, g)
-            self.v[ids] += self.lr * len(ids) * grad
+            self.v[ids] += self.lr * (self.eps or 1.0) * len(ids) * grad  # POT's SAG step: eps / max(a)
         return first
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
