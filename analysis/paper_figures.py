@@ -81,13 +81,14 @@ def class_weight_figure(record: Record) -> plt.Figure:
     targets = set(task.get("target_classes") or np.flatnonzero(true > 0).tolist())
     epochs = np.arange(est.shape[0])
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
-    cmap = plt.get_cmap("tab10" if K <= 10 else "tab20")
+    palette = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 3]  # red is for outliers
+    colour = {k: palette[i % len(palette)] for i, k in enumerate(sorted(targets))}
     for k in range(K):
         outlier = k not in targets
-        ax.plot(epochs, est[:, k], ls="--" if outlier else "-", color="tab:red" if outlier else cmap(k % cmap.N),
+        ax.plot(epochs, est[:, k], ls="--" if outlier else "-", color="tab:red" if outlier else colour[k],
                 lw=1.2, label=f"{names[k]}{' (outlier)' if outlier else ''}")
         if not outlier:
-            ax.axhline(true[k], color=cmap(k % cmap.N), lw=0.6, ls=":")
+            ax.axhline(true[k], color=colour[k], lw=0.6, ls=":")
     ax.set(xlabel="epoch (0 = source-only)", ylabel="estimated target proportion", title="estimate per class (dotted: truth)")
     ax.legend(fontsize=7, ncol=2)
     x = np.arange(K)
