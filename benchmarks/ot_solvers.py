@@ -7,8 +7,9 @@ For each batch size ``b`` (``b_s = b_t = b``, random features in ``d = 8`` dimen
 median 1, uniform weights, ``eps = 0.1``) it times
 
 - ``sinkhorn (ours)``: :func:`ssot.solvers.sinkhorn_log`, 100 iterations (torch);
-- ``POT sinkhorn2 log``: ``ot.sinkhorn2(..., method="sinkhorn_log", numItermax=100, stopThr=0)``;
-- ``POT sinkhorn2``: ``ot.sinkhorn2(..., numItermax=100, stopThr=0)`` (scaling form);
+- ``POT sinkhorn2 log``: ``ot.sinkhorn(..., method="sinkhorn_log", numItermax=100, stopThr=0)``
+  (the iterations of ``ot.sinkhorn2``; the plan is needed for the value gap);
+- ``POT sinkhorn2``: ``ot.sinkhorn(..., numItermax=100, stopThr=0)`` (scaling form, same remark);
 - ``vector SGD (ours)``: 100 full-batch ascent steps of :class:`ssot.solvers.VectorSolver`;
 - ``POT semi-dual SAG``: ``ot.stochastic.solve_semi_dual_entropic(..., "SAG", numItermax=100 b)``
   (100 passes of single-sample SAG);
