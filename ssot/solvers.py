@@ -164,16 +164,26 @@ class SinkhornSolver:
 
     def __init__(self, eps: float, iters: int):
         self.eps, self.iters = eps, iters
+        self._cached: tuple[Tensor, Tensor, Tensor] | None = None  # (cost, w, plan) of the last ascend
 
     def plan(self, cost: Tensor, w: Tensor) -> Tensor:
         b = torch.full((cost.shape[1],), 1.0 / cost.shape[1], dtype=cost.dtype, device=cost.device)
         return sinkhorn_log(cost.detach(), w.detach().to(cost.dtype), b, self.eps, self.iters)
 
     def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> float:
-        return float((self.plan(cost, w) * cost).sum())
+        """Solve the batch; the plan is kept for the feature step on the same batch."""
+        plan = self.plan(cost, w)
+        self._cached = (cost.detach(), w.detach(), plan)
+        return float((plan * cost).sum())
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
-        return (self.plan(cost, w) * cost).sum()
+        """:math:`\langle P, \tilde C\rangle`, reusing the plan of :meth:`ascend` when the cost and weights are the same."""
+        cached, self._cached = self._cached, None
+        if cached is not None and cached[0].shape == cost.shape and torch.equal(cached[0], cost.detach()) and torch.equal(cached[1], w.detach()):
+            plan = cached[2]
+        else:
+            plan = self.plan(cost, w)
+        return (plan * cost).sum()
 
     def state_dict(self) -> dict[str, Any]:
         return {}

@@ -62,6 +62,13 @@ def test_sinkhorn_loss_gradient_is_the_plan():
     solver = SinkhornSolver(0.5, 2000)
     solver.loss(cost, None, None, a).backward()
     np.testing.assert_allclose(cost.grad.numpy(), sinkhorn_log(cost.detach(), a, b, 0.5, 2000).numpy(), atol=1e-12)
+    # the feature step reuses the plan of the ascent on the same batch, and only on the same batch
+    solver.ascend(cost.detach(), None, None, a)
+    cached_plan = solver._cached[2]
+    assert torch.equal(solver.loss(cost, None, None, a).detach(), (cached_plan * cost.detach()).sum()) and solver._cached is None
+    solver.ascend(cost.detach(), None, None, a)
+    other = cost.detach() * 2
+    assert float(solver.loss(other, None, None, a)) == pytest.approx(float((sinkhorn_log(other, a, b, 0.5, 2000) * other).sum()))
 
 
 @pytest.mark.parametrize("weighted", [False, True])
