@@ -95,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out is not None and args.out.exists():
             raise SSOTError(f"--out {args.out} already exists; choose another path or move the old result away (results are never overwritten).")
-        if args.save_model is not None and (args.save_model.exists() or (args.seeds and len(args.seeds) > 1)):
-            raise SSOTError(f"--save-model {args.save_model} exists or more than one seed was given; pass a new path and one seed.")
+        if args.save_model is not None and args.save_model.exists():
+            raise SSOTError(f"--save-model {args.save_model} already exists; choose another path (files are never overwritten).")
+        if args.save_model is not None and args.seeds and len(args.seeds) > 1:
+            raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
         config = config_from_args(args)
         seeds = args.seeds if args.seeds else [config.seed]
         records = []
