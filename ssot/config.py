@@ -41,6 +41,8 @@ from ssot.errors import ConfigError
 BACKBONES = ("resnet50", "digits_cnn", "features")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16")
+#: Values of ``ot_solver`` (the solvers live in :mod:`ssot.solvers`; kept here so config stays torch-free).
+OT_SOLVERS = ("net", "vector", "sinkhorn")
 
 
 @dataclass
@@ -70,6 +72,10 @@ class SSOTConfig:
     mask_scale : factor applied to the soft mask (1 = the paper's row-stochastic mask).
     use_class_weights : estimate importance weights ``m`` (False: m = 1).
     use_mask : use the soft mask (False: S = 1).
+    ot_solver : ``net`` (potential network, the paper's method), ``vector`` (a free potential per
+        target sample, SGD) or ``sinkhorn`` (entropic OT per mini-batch); see :mod:`ssot.solvers`.
+    lr_vector : step size of the ``vector`` solver's per-sample ascent.
+    sinkhorn_iters : maximum Sinkhorn iterations per mini-batch of the ``sinkhorn`` solver.
     backbone : ``resnet50``, ``digits_cnn`` or ``features`` (precomputed features).
     pretrained : load ImageNet weights for ResNet-50 (from ``pretrained_path`` or the torch cache).
     pretrained_path : explicit path of a ResNet-50 ImageNet state dict.
@@ -112,6 +118,9 @@ class SSOTConfig:
     mask_scale: float = 1.0
     use_class_weights: bool = True
     use_mask: bool = True
+    ot_solver: str = "net"
+    lr_vector: float = 0.5
+    sinkhorn_iters: int = 100
     # --- model ---
     backbone: str = "digits_cnn"
     pretrained: bool = True
@@ -222,6 +231,11 @@ class SSOTConfig:
         _check_choice(self, "backbone", BACKBONES)
         _check_choice(self, "device", DEVICES)
         _check_choice(self, "precision", PRECISIONS)
+        _check_choice(self, "ot_solver", OT_SOLVERS)
+        _check_float(self, "lr_vector", low=0.0, open_low=True)
+        _check_int(self, "sinkhorn_iters", low=1)
+        if self.ot_solver == "sinkhorn" and self.eps == 0:
+            raise ConfigError("The 'eps' parameter must be a float in (0, inf) with ot_solver 'sinkhorn'. Got 0.0 instead.")
         if not (isinstance(self.bottleneck_dims, tuple) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in self.bottleneck_dims)):
             raise ConfigError(f"The 'bottleneck_dims' parameter must be a list of positive ints. Got {self.bottleneck_dims!r} instead.")
         for name in ("image_size", "resize_size", "eval_batch_size"):

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, nargs="+", help="run once per seed and report mean +- std")
     parser.add_argument("--out", type=Path, help="write the run record (JSON); refuses to overwrite")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    parser.add_argument("--save-model", type=Path, help="also save the source-only and final f/eta weights (.pt, one seed); "
+                        "tune/feature_maps.py embeds their features")
     return add_config_flags(parser)
 
 
@@ -100,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SSOTError(f"--out {args.out} already exists; choose another path or move the old result away (results are never overwritten).")
         if args.out is not None:
             check_output(args.out, "--out", folder=False)
+        if args.save_model is not None and args.save_model.exists():
+            raise SSOTError(f"--save-model {args.save_model} already exists; choose another path (files are never overwritten).")
+        if args.save_model is not None and args.seeds and len(args.seeds) > 1:
+            raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
         config = config_from_args(args)
         seeds = args.seeds if args.seeds else [config.seed]
         records = []
@@ -110,7 +116,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"lambda_ent={cfg.lambda_ent:g} eps={cfg.eps:g} potential_width={cfg.potential_width}", flush=True)
             trainer.pretrain()
             print(f"source-only target_acc {trainer.record['source_only_target_acc']:.4f}", flush=True)
+            source_only = {k: {n: t.clone() for n, t in trainer.pretrained_state()[k].items()} for k in ("f", "eta")}
             record = trainer.fit(on_epoch=None if args.quiet else _print_epoch)
+            if args.save_model is not None:
+                from ssot.feature_maps import save_models
+
+                save_models(args.save_model, cfg, source_only, {"f": trainer.f.state_dict(), "eta": trainer.eta.state_dict()})
+                print(f"wrote {args.save_model}")
             if record["status"] == "diverged":
                 print(f"run diverged: {record['reason']}", file=sys.stderr)
             else:
