@@ -1,7 +1,7 @@
 """Read finished (or running) searches from disk and draw their sensitivity dashboards.
 
-The analysis never trains and never imports torch or ``ssot``: it only reads the files that
-``tune/`` writes (``experiment.json``, ``trials.csv``, ``best_config.json``).
+The analysis never trains and never imports torch, Ray or ``ssot``: it only reads the files that
+``tune/`` writes, through their one owner :mod:`tune.schema` (standard library and pandas).
 
 Data first (pure functions returning frames and info objects)::
 
@@ -15,6 +15,7 @@ then figures (``heatmap_figure(info)``, ...) and the whole dashboard
 """
 
 from analysis.dashboard import DashboardResult, build_dashboard, export_images
+from analysis.bins import AxisBins, HeatmapInfo, axis_bins, heatmap_info
 from analysis.experiments import (
     AnalysisError,
     Experiment,
@@ -23,31 +24,25 @@ from analysis.experiments import (
     Problem,
     load_experiment,
     load_experiments,
-    read_trials,
 )
 from analysis.figures import (
     heatmap_figure,
-    importance_figure,
     learning_curves_figure,
-    parallel_figure,
 )
+from analysis.figures_trials import importance_figure, parallel_figure
 from analysis.frames import (
     MODE_LABELS,
     MODES,
-    AxisBins,
-    HeatmapInfo,
-    axis_bins,
+    best_trial,
     cross_task_table,
     final_results,
-    heatmap_info,
     learning_curves,
-    paper_accuracy_path,
     param_pairs,
-    read_paper_accuracy,
     source_only_accuracy,
     trial_table,
 )
 from analysis.importance import ImportanceInfo, importance_info
+from analysis.paper import paper_accuracy_path, read_paper_accuracy
 
 __all__ = [
     "AnalysisError",
@@ -62,6 +57,7 @@ __all__ = [
     "ParamSpec",
     "Problem",
     "axis_bins",
+    "best_trial",
     "build_dashboard",
     "cross_task_table",
     "export_images",
@@ -78,7 +74,6 @@ __all__ = [
     "param_pairs",
     "paper_accuracy_path",
     "read_paper_accuracy",
-    "read_trials",
     "source_only_accuracy",
     "trial_table",
 ]

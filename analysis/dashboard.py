@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from string import Template
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,42 +34,42 @@ from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
 from analysis._template import PAGE
-from analysis.experiments import STATUSES, Experiment, Problem, load_experiments
+from analysis.experiments import Experiment, load_experiments
 from analysis.figures import (
     heatmap_figure,
-    importance_figure,
     learning_curves_figure,
-    parallel_figure,
     param_label,
 )
+from analysis.bins import Bins, heatmap_info
+from analysis.figures_trials import importance_figure, parallel_figure
 from analysis.frames import (
     MODE_LABELS,
     MODES,
-    Bins,
     Mode,
+    best_trial,
     cross_task_table,
     final_results,
-    heatmap_info,
     learning_curves,
     param_pairs,
-    read_paper_accuracy,
     source_only_accuracy,
     trial_table,
 )
+from analysis.images import ImageFormat, export_images
 from analysis.importance import importance_info
+from analysis.paper import read_paper_accuracy
+from tune import schema
+from tune.schema import Problem
 
 __all__ = ["DashboardResult", "build_dashboard", "export_images", "DASHBOARD_FILE", "FIGURES_DIR"]
 
 DASHBOARD_FILE = "dashboard.html"
 FIGURES_DIR = "figures"
-ImageFormat = Literal["png", "svg"]
 
 _PLOT_CONFIG = {
     "responsive": True,
     "displaylogo": False,
     "toImageButtonOptions": {"format": "svg"},
 }
-_STATIC_SIZE = {"width": 680, "height": 520}
 
 
 @dataclass
@@ -133,13 +133,23 @@ def _status_summary(table: pd.DataFrame, results: Mapping[Mode, pd.DataFrame]) -
     )
 
 
-def _best_trial_line(results: pd.DataFrame, mode: Mode) -> str:
-    if results.empty:
+def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: Mode) -> str:
+    """The view's best trial; in the final-epoch view, the trial of ``best_config.json`` (the one
+    rule of :func:`tune.schema.best_trial` on the experiment's metric, ties to the lowest id)."""
+    if mode == "final":
+        top = best_trial(experiment, table)
+        metric = schema.metric(experiment.metric)
+        label = f", {metric.label}" if metric.label else ""
+        rule = f"best final {metric.name} ({metric.direction}{label}), ties to the lowest trial id"
+        value = f"{metric.name} {top[metric.name]:.4f}" if top is not None else ""
+    else:
+        top = results.iloc[0] if len(results) else None
+        rule, value = "best accuracy reached, ties to the lowest trial id", f"{100 * top['acc']:.2f}%" if top is not None else ""
+    if top is None:
         return f"No trial in the {MODE_LABELS[mode]} view."
-    top = results.iloc[0]
     return (
-        f"Best trial in this view: <b>{html.escape(str(top['trial_id']))}</b>, "
-        f"{100 * top['acc']:.2f}% &mdash; <code>{html.escape(str(top['config']))}</code>"
+        f'Best trial in this view ({html.escape(rule)}): <b data-trial="{html.escape(str(top["trial_id"]))}">'
+        f"{html.escape(str(top['trial_id']))}</b>, {html.escape(value)} &mdash; <code>{html.escape(str(top['config']))}</code>"
     )
 
 
@@ -200,7 +210,7 @@ def _build_section(
         others += [_plot_div(f"{key}-parallel-{mode}", mode),
                    _plot_div(f"{key}-importance-{mode}", mode)]
     best_lines = "".join(
-        f'<p class="mode-{mode} best-line">{_best_trial_line(results[mode], mode)}</p>'
+        f'<p class="mode-{mode} best-line">{_best_trial_line(experiment, table, results[mode], mode)}</p>'
         for mode in MODES
     )
     meta = experiment.meta
@@ -246,7 +256,7 @@ def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str]) -> str:
     rows = []
     for row in table.to_dict("records"):
         counts = " / ".join(
-            str(row[f"n_{status}"]) for status in STATUSES
+            str(row[f"n_{status}"]) for status in schema.STATUSES
         )
         delta = row["delta"]
         tone = "" if pd.isna(delta) else (" good" if delta >= 0 else " bad")
@@ -316,71 +326,6 @@ def _render_page(
         mode_labels=json.dumps(MODE_LABELS),
         plot_config=json.dumps(_PLOT_CONFIG),
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Static images
-# --------------------------------------------------------------------------------------------
-
-
-def export_images(
-    figures: Mapping[Path, go.Figure], image_format: ImageFormat = "png"
-) -> tuple[list[Path], list[Problem]]:
-    """Write figures as static images with kaleido, in one batch.
-
-    Parameters
-    ----------
-    figures : Mapping of Path to Figure
-        Target file (its suffix is replaced by ``image_format``) to figure.
-    image_format : {"png", "svg"}
-
-    Returns
-    -------
-    written : list of Path
-    problems : list of Problem
-        One problem (naming the folder) if kaleido is missing or cannot start its browser; the
-        images are then skipped, nothing else is affected.
-    """
-    if image_format not in ("png", "svg"):
-        raise ValueError(
-            f"The 'image_format' parameter must be 'png' or 'svg'. Got {image_format!r} instead."
-        )
-    if not figures:
-        return [], []
-    paths = [path.with_suffix(f".{image_format}") for path in figures]
-    folder = paths[0].parent
-    try:
-        import kaleido  # noqa: F401  (only to tell "not installed" from "cannot run")
-    except ImportError:
-        return [], [Problem(folder, "static images skipped: kaleido is not installed "
-                                    "(pip install kaleido); the HTML dashboard is complete")]
-    created = not folder.exists()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        pio.write_images(
-            [_static_version(f) for f in figures.values()], paths, format=image_format,
-            scale=2 if image_format == "png" else 1,
-        )
-    except Exception as exc:  # kaleido raises many kinds (browser missing, timeouts, ...)
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        if created and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()  # leave no empty folder behind
-        return [], [
-            Problem(
-                folder,
-                f"static images skipped: kaleido failed ({type(exc).__name__}: {first_line}); it "
-                "needs Chrome or Chromium (apt-get install chromium, or set BROWSER_PATH); the "
-                "HTML dashboard is complete",
-            )
-        ]
-    return paths, []
-
-
-def _static_version(figure: go.Figure) -> go.Figure:
-    """A copy of the figure at a fixed size, fit for a page."""
-    copy = go.Figure(figure)
-    copy.update_layout(height=_STATIC_SIZE["height"], width=_STATIC_SIZE["width"])
-    return copy
 
 
 # --------------------------------------------------------------------------------------------

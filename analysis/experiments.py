@@ -1,6 +1,8 @@
-"""Find and read the experiment folders that ``tune/`` writes.
+"""The experiments that ``tune/`` writes, as the analysis sees them.
 
-An experiment is one search on one task, stored in a folder that holds
+The on-disk format (file names, statuses, columns, the reader and its problems) is owned by
+:mod:`tune.schema`; this module adds how each hyperparameter is drawn (:class:`ParamSpec`). An
+experiment is one search on one task, stored in a folder that holds
 
 * ``experiment.json``: the search's description (task, search algorithm, space, status, ...),
 * ``trials.csv``: one row per (trial, epoch) with the trial's hyperparameters, its epoch metrics
@@ -15,8 +17,6 @@ still returned, so one bad experiment never hides the others.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,66 +25,27 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from tune import schema
+from tune.schema import PARAMS as PARAM_ORDER
+from tune.schema import STATUSES, Problem
+
 __all__ = [
     "AnalysisError",
     "NoExperimentsError",
     "Problem",
     "ParamSpec",
     "Experiment",
-    "EXPERIMENT_FILE",
-    "TRIALS_FILE",
-    "BEST_CONFIG_FILE",
     "PARAM_ORDER",
     "STATUSES",
-    "find_experiment_dirs",
     "load_experiment",
     "load_experiments",
-    "read_trials",
 ]
-
-EXPERIMENT_FILE = "experiment.json"
-TRIALS_FILE = "trials.csv"
-BEST_CONFIG_FILE = "best_config.json"
-
-#: The searched hyperparameters, in the order the dashboard shows them.
-PARAM_ORDER: tuple[str, ...] = ("lambda_ot", "lambda_ent", "eps", "potential_width")
-
-#: Every status a trial may end with (``trials.csv`` repeats it on each of its rows).
-STATUSES: tuple[str, ...] = ("completed", "early-stopped", "diverged", "errored", "running")
-
-#: Columns of ``trials.csv`` without which its rows cannot be used.
-REQUIRED_COLUMNS: tuple[str, ...] = ("trial_id", "epoch", "target_acc", "status")
-
-_NUMERIC_COLUMNS: tuple[str, ...] = (
-    "epoch",
-    "target_acc",
-    "source_acc",
-    "loss_total",
-    "loss_ce",
-    "loss_ot",
-    "loss_ent",
-    "ot_value",
-    "outlier_mass",
-    "n_pred_classes",
-)
 
 ParamKind = Literal["log", "linear", "categorical", "grid", "fixed"]
 
-_SPACE_TYPES: dict[str, ParamKind] = {
-    "loguniform": "log",
-    "qloguniform": "log",
-    "lograndint": "log",
-    "uniform": "linear",
-    "quniform": "linear",
-    "randint": "linear",
-    "int": "linear",
-    "float": "linear",
-    "choice": "categorical",
-    "categorical": "categorical",
-    "grid": "grid",
-    "grid_search": "grid",
-    "fixed": "fixed",
-}
+#: How each spec kind of :data:`tune.schema.SPACE_KINDS` is drawn.
+_SPACE_TYPES: dict[str, ParamKind] = {"loguniform": "log", "choice": "categorical", "grid": "grid", "fixed": "fixed"}
+assert set(_SPACE_TYPES) == set(schema.SPACE_KINDS)
 
 
 class AnalysisError(Exception):
@@ -93,28 +54,6 @@ class AnalysisError(Exception):
 
 class NoExperimentsError(AnalysisError):
     """No readable experiment was found under the given folder."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A defect of one file that the analysis worked around.
-
-    Attributes
-    ----------
-    path : Path
-        The file (or folder) concerned.
-    message : str
-        What is wrong and what to do about it.
-    severity : {"warning", "error"}
-        ``"error"`` when the file's content could not be used at all.
-    """
-
-    path: Path
-    message: str
-    severity: Literal["warning", "error"] = "warning"
-
-    def __str__(self) -> str:
-        return f"{self.severity}: {self.path}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -181,7 +120,7 @@ class ParamSpec:
                 raise ValueError(f"space entry {name!r} of type 'fixed' has no 'value'")
             return cls(name, kind, values=(entry["value"],))
         if kind in ("categorical", "grid"):
-            values = entry.get("values", entry.get("categories"))
+            values = entry.get("values")
             if not isinstance(values, Sequence) or isinstance(values, str) or not values:
                 raise ValueError(f"space entry {name!r} of type {type_name!r} needs 'values'")
             return cls(name, kind, values=tuple(_sorted_values(values)))
@@ -273,10 +212,12 @@ class Experiment:
     @property
     def max_epochs(self) -> int:
         """The epoch a trial must reach to count as having reached the end."""
-        value = self.meta.get("max_epochs")
-        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
-            return int(value)
-        return int(self.trials["epoch"].max()) if len(self.trials) else 0
+        return schema.ExperimentFiles(self.path, self.meta, self.trials, None).max_epochs
+
+    @property
+    def metric(self) -> str:
+        """The metric the search selected its best trial on (``experiment.json``'s ``metric``)."""
+        return schema.ExperimentFiles(self.path, self.meta, None, None).metric
 
     @property
     def key(self) -> str:
@@ -296,156 +237,6 @@ def _sorted_values(values: Sequence[Any]) -> list[Any]:
         return sorted(unique)
     except TypeError:
         return sorted(unique, key=str)
-
-
-def find_experiment_dirs(root: Path) -> list[Path]:
-    """Return every folder under ``root`` (itself included) that holds ``experiment.json``.
-
-    The walk does not descend into an experiment folder (Ray's per-trial folders live there) nor
-    into hidden folders. The result is sorted.
-    """
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        if EXPERIMENT_FILE in filenames:
-            found.append(Path(dirpath))
-            dirnames[:] = []
-        else:
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-    return sorted(found)
-
-
-def _read_json(path: Path, problems: list[Problem], *, required: bool) -> dict[str, Any] | None:
-    """Read a JSON object, recording a problem instead of raising."""
-    if not path.is_file():
-        if required:
-            problems.append(Problem(path, "file is missing", "error"))
-        return None
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        problems.append(
-            Problem(
-                path,
-                f"cannot be read as JSON ({exc}); the file is truncated or corrupt - "
-                "re-run or resume the search to rewrite it",
-                "error",
-            )
-        )
-        return None
-    if not isinstance(content, dict):
-        problems.append(Problem(path, "must hold a JSON object", "error"))
-        return None
-    return content
-
-
-def read_trials(path: Path, problems: list[Problem]) -> pd.DataFrame | None:
-    """Read ``trials.csv``, dropping and reporting rows that cannot be used.
-
-    Rows with the wrong number of fields (a corrupt line), or without ``trial_id`` or ``status``
-    (a line cut short because the file was truncated or is still being written) are dropped with
-    one :class:`Problem` naming the file and the trials concerned. A row without ``epoch`` and
-    ``target_acc`` is kept: it stands for a trial that ended before its first epoch (tune/ writes
-    one such row for it). Duplicated (trial, epoch) rows, as left by a resumed trial, keep the
-    last one.
-
-    Parameters
-    ----------
-    path : Path
-        The ``trials.csv`` file.
-    problems : list of Problem
-        Problems found are appended here.
-
-    Returns
-    -------
-    pandas.DataFrame or None
-        The usable rows sorted by trial and epoch (``epoch`` is NaN on the row of a trial that
-        recorded no epoch), or None when nothing is usable.
-    """
-    if not path.is_file():
-        problems.append(
-            Problem(path, "file is missing; the experiment has no results yet", "error")
-        )
-        return None
-    bad_lines: list[list[str]] = []
-
-    def _skip(line: list[str]) -> None:
-        bad_lines.append(line)  # a line with too many fields: counted, then left out
-        return None
-
-    try:
-        frame = pd.read_csv(
-            path, dtype={"trial_id": str, "task": str, "reason": str, "status": str},
-            engine="python", on_bad_lines=_skip, skip_blank_lines=True,
-        )
-    except pd.errors.EmptyDataError:
-        problems.append(Problem(path, "file is empty; the search wrote no results", "error"))
-        return None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, ValueError) as exc:
-        problems.append(
-            Problem(path, f"cannot be parsed as CSV ({exc}); the file is corrupt", "error")
-        )
-        return None
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        problems.append(
-            Problem(
-                path,
-                f"lacks the column(s) {', '.join(missing)}; was it written by tune/search.py?",
-                "error",
-            )
-        )
-        return None
-    frame = _clean_rows(frame, path, problems, n_bad=len(bad_lines))
-    if frame.empty:
-        problems.append(Problem(path, "holds no usable row", "error"))
-        return None
-    return frame
-
-
-def _clean_rows(
-    frame: pd.DataFrame, path: Path, problems: list[Problem], *, n_bad: int
-) -> pd.DataFrame:
-    """Coerce column types and drop incomplete, unknown-status and duplicated rows."""
-    frame = frame.copy()
-    for column in (*_NUMERIC_COLUMNS, *PARAM_ORDER):
-        if column in frame.columns:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
-    frame["status"] = frame["status"].str.strip()
-    incomplete = frame[["trial_id", "status"]].isna().any(axis=1)
-    incomplete |= frame["epoch"].isna() & frame["target_acc"].notna()
-    dropped = int(incomplete.sum()) + n_bad
-    if dropped:
-        trial_ids = sorted(set(frame.loc[incomplete, "trial_id"].dropna()))
-        which = f" (trial {', '.join(trial_ids[:5])}{', ...' if len(trial_ids) > 5 else ''})"
-        problems.append(
-            Problem(
-                path,
-                f"{dropped} malformed row(s) dropped{which if trial_ids else ''}: the file is "
-                "truncated, corrupt or still being written - the other rows are used",
-            )
-        )
-    frame = frame[~incomplete]
-    unknown = sorted(set(frame["status"]) - set(STATUSES))
-    if unknown:
-        problems.append(
-            Problem(
-                path,
-                f"unknown trial status(es) {unknown}; expected one of {list(STATUSES)} - "
-                "those trials are left out",
-            )
-        )
-        frame = frame[frame["status"].isin(STATUSES)]
-    duplicated = frame.duplicated(["trial_id", "epoch"], keep="last") & frame["epoch"].notna()
-    if duplicated.any():
-        problems.append(
-            Problem(
-                path,
-                f"{int(duplicated.sum())} repeated (trial_id, epoch) row(s) (a resumed trial?); "
-                "the last of each is used",
-            )
-        )
-        frame = frame[~duplicated]
-    return frame.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
 
 
 def _space_from_meta(
@@ -471,12 +262,7 @@ def _space_from_meta(
 
 
 def load_experiment(folder: Path) -> tuple[Experiment | None, list[Problem]]:
-    """Read one experiment folder.
-
-    Parameters
-    ----------
-    folder : Path
-        A folder holding ``experiment.json``.
+    """Read one experiment folder (with :func:`tune.schema.read_experiment`).
 
     Returns
     -------
@@ -485,39 +271,20 @@ def load_experiment(folder: Path) -> tuple[Experiment | None, list[Problem]]:
     problems : list of Problem
         What was wrong, each naming its file.
     """
-    problems: list[Problem] = []
-    meta_path = folder / EXPERIMENT_FILE
-    meta = _read_json(meta_path, problems, required=True)
-    if meta is None:
+    files = schema.read_experiment(folder)
+    problems, meta, trials = files.problems, files.meta, files.trials
+    if meta is None or trials is None:
         return None, problems
-    if meta.get("status") == "running":
-        problems.append(
-            Problem(
-                meta_path,
-                "the search is still running: its results are partial and trials still running "
-                "are not in the final-epoch view; regenerate the dashboard when it finishes",
-            )
-        )
-    trials = read_trials(folder / TRIALS_FILE, problems)
-    if trials is None:
-        return None, problems
-    best_config = None
-    if meta.get("status") != "running":
-        best_config = _read_json(folder / BEST_CONFIG_FILE, problems, required=True)
-    elif (folder / BEST_CONFIG_FILE).is_file():
-        best_config = _read_json(folder / BEST_CONFIG_FILE, problems, required=False)
+    meta_path = folder / schema.EXPERIMENT_FILE
     space = _space_from_meta(meta, trials, meta_path, problems)
     no_epoch = trials["epoch"].isna()
     unstarted = trials[no_epoch & ~trials["trial_id"].isin(trials.loc[~no_epoch, "trial_id"])]
-    trials = trials[~no_epoch].astype({"epoch": int}).reset_index(drop=True)
     experiment = Experiment(
-        folder, dict(meta), space, trials, best_config, problems,
-        unstarted.drop_duplicates("trial_id", keep="last").reset_index(drop=True),
+        folder, dict(meta), space, trials[~no_epoch].astype({"epoch": int}).reset_index(drop=True),
+        files.best_config, problems, unstarted.drop_duplicates("trial_id", keep="last").reset_index(drop=True),
     )
     if "task" not in meta:
-        problems.append(
-            Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}")
-        )
+        problems.append(Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}"))
     return experiment, problems
 
 
@@ -546,10 +313,10 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
         raise NoExperimentsError(
             f"The results folder {str(root_path)!r} does not exist or is not a folder."
         )
-    folders = find_experiment_dirs(root_path)
+    folders = schema.find_experiments(root_path)
     if not folders:
         raise NoExperimentsError(
-            f"No experiment found under {str(root_path)!r}: no {EXPERIMENT_FILE} in it or its "
+            f"No experiment found under {str(root_path)!r}: no {schema.EXPERIMENT_FILE} in it or its "
             "sub-folders. Pass the storage folder of tune/search.py."
         )
     experiments: list[Experiment] = []

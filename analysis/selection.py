@@ -25,7 +25,6 @@ a pure function of a per-(trial, epoch) DataFrame with columns ``trial_id``, ``e
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tune import schema  # noqa: E402
 
 ORACLE = "target_acc"
 SELECTION_COLUMNS = ["task", "experiment", "selection", "validator", "direction", "n", "picked_acc", "oracle_acc",
@@ -177,12 +181,13 @@ def to_markdown(summ: pd.DataFrame) -> str:
 
 
 def read_experiments(results_dir: Path) -> list[tuple[dict, pd.DataFrame]]:
-    """Every ``experiment.json`` under ``results_dir`` with its ``trials.csv`` (skipped if absent)."""
+    """Every experiment under ``results_dir`` with its usable ``trials.csv`` rows, read through
+    the one results-format reader (:mod:`tune.schema`); experiments without rows are skipped."""
     found = []
-    for info_path in sorted(results_dir.rglob("experiment.json")):
-        trials = info_path.parent / "trials.csv"
-        if trials.is_file():
-            found.append((json.loads(info_path.read_text()), pd.read_csv(trials, dtype={"trial_id": str, "target_pred": str})))
+    for folder in schema.find_experiments(results_dir):
+        files = schema.read_experiment(folder)
+        if files.meta is not None and files.trials is not None:
+            found.append((files.meta, files.trials))
     return found
 
 

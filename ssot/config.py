@@ -41,6 +41,8 @@ from ssot.errors import ConfigError
 BACKBONES = ("resnet50", "digits_cnn", "features")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16")
+#: Values of ``ot_solver`` (the solvers live in :mod:`ssot.solvers`; kept here so config stays torch-free).
+OT_SOLVERS = ("net", "vector", "sinkhorn")
 
 
 @dataclass
@@ -49,7 +51,8 @@ class SSOTConfig:
 
     Parameters
     ----------
-    task : task name: ``digits`` (embedded) or one of the paper's 26 tasks (``A2W``, ``P2I``...).
+    task : task name: ``digits``, ``P2H``, ``H2P`` (embedded; ``H2H``, ``P2P``: references) or one of
+        the paper's 26 tasks (``A2W``, ``P2I``...).
     lambda_ot : weight of the OT loss ``L_OT``.
     lambda_ent : weight of the target entropy loss ``L_Ent`` (0 = ablation "w/o Ent").
     eps : entropic regularisation of the semi-dual (paper: 1); 0 gives the hard c-transform.
@@ -69,6 +72,10 @@ class SSOTConfig:
     mask_scale : factor applied to the soft mask (1 = the paper's row-stochastic mask).
     use_class_weights : estimate importance weights ``m`` (False: m = 1).
     use_mask : use the soft mask (False: S = 1).
+    ot_solver : ``net`` (potential network, the paper's method), ``vector`` (a free potential per
+        target sample, SGD) or ``sinkhorn`` (entropic OT per mini-batch); see :mod:`ssot.solvers`.
+    lr_vector : step size of the ``vector`` solver's per-sample ascent.
+    sinkhorn_iters : maximum Sinkhorn iterations per mini-batch of the ``sinkhorn`` solver.
     backbone : ``resnet50``, ``digits_cnn`` or ``features`` (precomputed features).
     pretrained : load ImageNet weights for ResNet-50 (from ``pretrained_path`` or the torch cache).
     pretrained_path : explicit path of a ResNet-50 ImageNet state dict.
@@ -84,6 +91,9 @@ class SSOTConfig:
         train on all source samples). The held-out samples are the ones ``source_acc``, the DEV
         validator and the source-only evaluation use; with 0 they are training samples.
     num_workers : DataLoader workers for image tasks.
+    num_threads : torch CPU threads (0: torch's default, all cores). Results depend on it (float
+        sums are split differently), so it is recorded: a search's trials run with their CPU
+        share, and their ``best_config.json`` reproduces a trial exactly.
     device : ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
     precision : ``fp32`` or ``bf16`` (autocast of ``f`` and ``eta``; the OT maths stays in fp32).
     seed : seed of every random number generator of the run.
@@ -112,6 +122,9 @@ class SSOTConfig:
     mask_scale: float = 1.0
     use_class_weights: bool = True
     use_mask: bool = True
+    ot_solver: str = "net"
+    lr_vector: float = 0.5
+    sinkhorn_iters: int = 100
     # --- model ---
     backbone: str = "digits_cnn"
     pretrained: bool = True
@@ -129,6 +142,7 @@ class SSOTConfig:
     source_holdout: float = 0.0
     num_workers: int = 0
     # --- execution ---
+    num_threads: int = 0
     device: str = "auto"
     precision: str = "fp32"
     seed: int = 0
@@ -137,9 +151,12 @@ class SSOTConfig:
     @classmethod
     def for_task(cls, task: str, **overrides: Any) -> SSOTConfig:
         """The defaults for ``task``: the paper's settings for a benchmark task, the small
-        CNN settings for the embedded ``digits`` task; ``overrides`` win."""
+        CNN settings for the embedded tasks (``digits``, ``P2H``, ``H2P`` and their references
+        ``H2H``, ``P2P``: the same small CNN and schedule); ``overrides`` win."""
+        from ssot.data.printed import PRINTED_TASKS
+
         base: dict[str, Any] = {"task": task}
-        if task != "digits":
+        if task != "digits" and task not in PRINTED_TASKS:
             base.update(
                 backbone="resnet50",
                 bottleneck_dims=(1024, 512),
@@ -147,6 +164,8 @@ class SSOTConfig:
                 pretrain_epochs=5,
                 num_workers=4,
             )
+        if task in PRINTED_TASKS and task[0] == "P":  # 1800 printed sources: digits' 28 iterations per epoch
+            base.update(iters_per_epoch=28)
         base.update(overrides)
         return cls.from_dict(base)
 
@@ -177,8 +196,8 @@ class SSOTConfig:
             values = json.loads(path.read_text())
         except FileNotFoundError:
             raise ConfigError(f"Config file {path} does not exist. Pass a JSON file written by the search or by --out.") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"Config file {path} is not valid JSON ({exc}). Fix or regenerate it.") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"Config file {path} is not valid JSON ({type(exc).__name__}: {exc}). Fix or regenerate it.") from None
         if isinstance(values, dict) and "config" in values and "epochs" in values and isinstance(values["epochs"], list):
             values = values["config"]  # a run record: take its config
         return cls.from_dict(values, source=f"config file {path}")
@@ -219,6 +238,11 @@ class SSOTConfig:
         _check_choice(self, "backbone", BACKBONES)
         _check_choice(self, "device", DEVICES)
         _check_choice(self, "precision", PRECISIONS)
+        _check_choice(self, "ot_solver", OT_SOLVERS)
+        _check_float(self, "lr_vector", low=0.0, open_low=True)
+        _check_int(self, "sinkhorn_iters", low=1)
+        if self.ot_solver == "sinkhorn" and self.eps == 0:
+            raise ConfigError("The 'eps' parameter must be a float in (0, inf) with ot_solver 'sinkhorn'. Got 0.0 instead.")
         if not (isinstance(self.bottleneck_dims, tuple) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in self.bottleneck_dims)):
             raise ConfigError(f"The 'bottleneck_dims' parameter must be a list of positive ints. Got {self.bottleneck_dims!r} instead.")
         for name in ("image_size", "resize_size", "eval_batch_size"):
@@ -228,11 +252,14 @@ class SSOTConfig:
         if self.source_holdout >= 0.9:
             raise ConfigError(f"The 'source_holdout' parameter must be a float in [0, 0.9). Got {self.source_holdout!r} instead.")
         _check_int(self, "num_workers", low=0)
+        _check_int(self, "num_threads", low=0)
         _check_int(self, "seed", low=0)
         if not isinstance(self.task, str) or not self.task:
             raise ConfigError(f"The 'task' parameter must be a task name. Got {self.task!r} instead.")
-        if self.task == "digits" and self.backbone == "resnet50":
-            raise ConfigError("The 'backbone' parameter 'resnet50' does not fit task 'digits' (8x8 images). Use backbone 'digits_cnn'.")
+        from ssot.data.printed import PRINTED_TASKS
+
+        if (self.task == "digits" or self.task in PRINTED_TASKS) and self.backbone == "resnet50":
+            raise ConfigError(f"The 'backbone' parameter 'resnet50' does not fit task {self.task!r} (8x8 images). Use backbone 'digits_cnn'.")
         if self.features_path and self.backbone != "features":
             raise ConfigError(f"The 'features_path' parameter is set but 'backbone' is {self.backbone!r}. Use backbone 'features' to train on a feature cache.")
         if self.backbone == "features" and not self.features_path:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError, one_line
+from ssot.errors import SSOTError, check_output, one_line
 
 _HELP = {
-    "task": "task name: digits (embedded, no download), custom (--source/--target folders) or a paper task such as A2W, P2I, Ar2Cl, S2R",
+    "task": "task name: digits, P2H, H2P (embedded, no download; H2H and P2P are their target-supervised references), custom (--source/--target folders) or a paper task such as A2W, P2I, Ar2Cl, S2R",
     "data_root": "root folder of the benchmark datasets (default: $SSOT_DATA_ROOT)",
     "source_dir": "task custom: source folder with one sub-folder per class",
     "target_dir": "task custom: target folder with class sub-folders, or a flat folder of unlabeled images",
@@ -39,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, nargs="+", help="run once per seed and report mean +- std")
     parser.add_argument("--out", type=Path, help="write the run record (JSON); refuses to overwrite")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    parser.add_argument("--save-model", type=Path, help="also save the source-only and final f/eta weights (.pt, one seed); "
+                        "tune/feature_maps.py embeds their features")
+    return add_config_flags(parser)
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add one flag per :class:`SSOTConfig` field (read back by :func:`config_from_args`)."""
     hints = typing.get_type_hints(SSOTConfig)
     for f in dataclasses.fields(SSOTConfig):
         flag = "--" + f.name.replace("_", "-")
@@ -105,6 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out is not None and args.out.exists():
             raise SSOTError(f"--out {args.out} already exists; choose another path or move the old result away (results are never overwritten).")
+        if args.out is not None:
+            check_output(args.out, "--out", folder=False)
+        if args.save_model is not None and args.save_model.exists():
+            raise SSOTError(f"--save-model {args.save_model} already exists; choose another path (files are never overwritten).")
+        if args.save_model is not None and args.seeds and len(args.seeds) > 1:
+            raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
         config = config_from_args(args)
         seeds = args.seeds if args.seeds else [config.seed]
         records = []
@@ -115,7 +128,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"lambda_ent={cfg.lambda_ent:g} eps={cfg.eps:g} potential_width={cfg.potential_width}", flush=True)
             trainer.pretrain()
             print(f"source-only target_acc {_acc(trainer.record['source_only_target_acc'])}", flush=True)
+            source_only = {k: {n: t.clone() for n, t in trainer.pretrained_state()[k].items()} for k in ("f", "eta")}
             record = trainer.fit(on_epoch=None if args.quiet else _print_epoch)
+            if args.save_model is not None:
+                from ssot.feature_maps import save_models
+
+                save_models(args.save_model, cfg, source_only, {"f": trainer.f.state_dict(), "eta": trainer.eta.state_dict()})
+                print(f"wrote {args.save_model}")
             if record["status"] == "diverged":
                 print(f"run diverged: {record['reason']}", file=sys.stderr)
             else:

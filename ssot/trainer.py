@@ -32,8 +32,10 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from ssot import evaluation, ot
 from ssot.config import SSOTConfig
 from ssot.data import TaskData, build_task
+from ssot.data.base import usable_workers
 from ssot.errors import ConfigError, DivergedError
 from ssot.models import build_models
+from ssot.solvers import SampleIds, build_solver
 
 EpochCallback = Callable[[dict[str, Any]], None]
 
@@ -50,6 +52,7 @@ class Batch:
     ys: torch.Tensor  # (b_s,) source labels
     cost: torch.Tensor  # (b_s, b_t) squared-Euclidean cost (with gradients)
     w: torch.Tensor  # (b_s,) source weights m_y / sum m_y
+    ids: torch.Tensor | None = None  # (b_t,) target sample ids (the vector solver indexes by them)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -92,6 +95,8 @@ class Trainer:
         self.config = config
         self.progress = progress
         self.device = resolve_device(config.device)
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
         _seed_everything(config.seed)
         self.task = task if task is not None else build_task(config)
         K = self.task.num_classes
@@ -113,12 +118,15 @@ class Trainer:
 
         self.opt_fe = self._adam(config.lr)
         self.opt_g = torch.optim.Adam(self.g.parameters(), lr=config.lr_g)
+        self.solver = build_solver(config, self.g, self.opt_g, len(self.task.target), self.device)
         self.epoch = 0
         self.record: dict[str, Any] = {
             "config": config.to_dict(),
             "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
                      "target_classes": self.task.target_classes, "n_source": len(self.task.source), "n_source_holdout": n_src if config.source_holdout else 0, "n_target": len(self.task.target)},
             "source_outlier_share": float(self.p_s[self.outliers].sum()) if len(self.outliers) else 0.0,
+            "source_class_freq": self.p_s.tolist(),  # with class_weights: estimated p_t = p_s * m (analysis only)
+            "target_class_freq": ot.label_frequencies(dataset_labels(self.task.target_eval), K).tolist() if self.task.labeled_target else None,
             "source_only_target_acc": None,
             "source_only": None,
             "epochs": [],
@@ -143,8 +151,10 @@ class Trainer:
 
     def _loader(self, ds: Dataset, *, train: bool, seed: int = 0) -> DataLoader:
         cfg = self.config
-        kwargs: dict[str, Any] = {"num_workers": cfg.num_workers, "pin_memory": self.device.type == "cuda"}
-        if cfg.num_workers > 0:
+        # never more workers than CPUs (PyTorch warns, and they fight); none for in-memory features
+        workers = 0 if cfg.backbone == "features" else usable_workers(cfg.num_workers)
+        kwargs: dict[str, Any] = {"num_workers": workers, "pin_memory": self.device.type == "cuda"}
+        if workers > 0:
             kwargs["persistent_workers"] = False
         if train:
             gen = torch.Generator().manual_seed(seed)
@@ -235,15 +245,15 @@ class Trainer:
         self.epoch += 1
         start = time.perf_counter()
         seed = cfg.seed * 100_003 + self.epoch
-        src, tgt = self._batches(self.source_train, seed), self._batches(self.task.target, seed + 50_000)
+        src, tgt = self._batches(self.source_train, seed), self._batches(SampleIds(self.task.target), seed + 50_000)
         sums = {k: 0.0 for k in ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")}
         n_iter = self.iterations_per_epoch()
         self.f.train(); self.eta.train(); self.g.train()
         for it in self._bar(range(n_iter), n_iter, f"epoch {self.epoch}/{cfg.epochs}"):
             if cfg.pt_refresh and it > 0 and it % cfg.pt_refresh == 0:
                 self._set_class_weights(self.predict(self.task.target_eval)[0].mean(0))
-            (xs, ys), (xt, _) = next(src), next(tgt)
-            losses = self.step(xs, ys, xt)
+            (xs, ys), (xt, ids) = next(src), next(tgt)  # target batches carry sample ids, never labels
+            losses = self.step(xs, ys, xt, ids)
             where = f"at epoch {self.epoch}, iteration {it + 1}"
             for k, v in losses.items():
                 sums[k] += _finite(k, v, where)
@@ -252,41 +262,31 @@ class Trainer:
         self.record["epochs"].append(metrics)
         return metrics
 
-    def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor) -> dict[str, float]:
-        """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt``."""
-        batch = self.forward_batch(xs, ys, xt)
+    def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> dict[str, float]:
+        """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt`` (sample ids ``ids``)."""
+        batch = self.forward_batch(xs, ys, xt, ids)
         h = self.g_step(batch)
         losses = self.feature_step(batch)
         return {**losses, "ot_value": h if self.config.g_steps else losses["loss_ot"]}
 
-    def forward_batch(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor) -> Batch:
+    def forward_batch(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> Batch:
         """One forward pass of both batches through ``f`` and ``eta`` (gradients on)."""
         bs = xs.shape[0]
         feats, logits = self._forward(torch.cat([xs, xt]))
         probs = torch.softmax(logits, dim=1)
         return Batch(fs=feats[:bs], ft=feats[bs:], logits_s=logits[:bs], ps=probs[:bs], pt=probs[bs:], ys=ys,
-                     cost=ot.cost_matrix(feats[:bs], feats[bs:]), w=ot.source_weights(self.m, ys))
+                     cost=ot.cost_matrix(feats[:bs], feats[bs:]), w=ot.source_weights(self.m, ys), ids=ids)
 
     def _masked(self, cost: torch.Tensor, ps: torch.Tensor, pt: torch.Tensor) -> torch.Tensor:
         cfg = self.config
         return cost * (cfg.mask_scale * ot.soft_mask(ps, pt)) if cfg.use_mask else cost
 
     def g_step(self, b: Batch) -> float:
-        """(a) ``g`` ascends ``H`` with ``f`` and ``eta`` fixed (every input detached).
+        """(a) the OT solver (``g`` by default) ascends with ``f`` and ``eta`` fixed (inputs detached).
 
-        Returns ``H`` before the first ascent step (the epoch's ``ot_value`` is its mean).
+        Returns the OT value before the first ascent step (the epoch's ``ot_value`` is its mean).
         """
-        cost = self._masked(b.cost.detach(), b.ps.detach(), b.pt.detach())
-        ft = b.ft.detach()
-        h_first = float("nan")
-        for k in range(self.config.g_steps):
-            h = ot.semi_dual(cost, self.g(ft), b.w, self.config.eps)
-            if k == 0:
-                h_first = h.item()
-            self.opt_g.zero_grad(set_to_none=True)
-            (-h).backward()
-            self.opt_g.step()
-        return h_first
+        return self.solver.ascend(self._masked(b.cost.detach(), b.ps.detach(), b.pt.detach()), b.ft.detach(), b.ids, b.w)
 
     def feature_step(self, b: Batch) -> dict[str, float]:
         """(b) ``f`` and ``eta`` descend ``L_CE + lambda_OT H + lambda_Ent L_Ent`` with ``g`` frozen.
@@ -297,7 +297,7 @@ class Trainer:
         self.g.requires_grad_(False)
         try:
             ps, pt = (b.ps, b.pt) if cfg.mask_grad else (b.ps.detach(), b.pt.detach())
-            loss_ot = ot.semi_dual(self._masked(b.cost, ps, pt), self.g(b.ft), b.w, cfg.eps)
+            loss_ot = self.solver.loss(self._masked(b.cost, ps, pt), b.ft, b.ids, b.w)
             loss_ce = (self.m[b.ys] * F.cross_entropy(b.logits_s, b.ys, reduction="none")).mean()
             loss_ent = ot.entropy(b.pt)
             loss = loss_ce + cfg.lambda_ot * loss_ot + cfg.lambda_ent * loss_ent
@@ -373,7 +373,7 @@ class Trainer:
             "f": self.f.state_dict(), "eta": self.eta.state_dict(), "g": self.g.state_dict(),
             "opt_fe": self.opt_fe.state_dict(), "opt_g": self.opt_g.state_dict(),
             "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": self.record,
-            "torch_rng": torch.get_rng_state(),
+            "torch_rng": torch.get_rng_state(), "solver": self.solver.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -383,6 +383,7 @@ class Trainer:
         self.epoch = int(state["epoch"])
         self.record = state["record"]
         torch.set_rng_state(state["torch_rng"])
+        self.solver.load_state_dict(state.get("solver", {}))
 
 
 def _seed_everything(seed: int) -> None:

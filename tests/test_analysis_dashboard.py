@@ -22,7 +22,7 @@ import pytest
 
 from analysis.dashboard import build_dashboard, export_images
 from analysis.experiments import NoExperimentsError
-from analysis.synthetic import write_edge_tpe, write_paper_grid
+from experiment_fixtures import write_edge_tpe, write_paper_grid
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -177,7 +177,8 @@ def _can_export() -> bool:
 def test_static_heatmap_images(results: Path, tmp_path: Path) -> None:
     from analysis.experiments import load_experiments
     from analysis.figures import heatmap_figure
-    from analysis.frames import final_results, heatmap_info, trial_table
+    from analysis.bins import heatmap_info
+    from analysis.frames import final_results, trial_table
 
     experiments, _ = load_experiments(results)
     grid = next(e for e in experiments if e.search == "grid")

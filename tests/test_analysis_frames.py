@@ -1,6 +1,6 @@
 """Tests of the analysis data layer: reading experiment folders and the frames behind the figures.
 
-Every experiment folder is written by the tests themselves (``analysis.synthetic``), in the
+Every experiment folder is written by the tests themselves (``tests/experiment_fixtures.py``, through tune/'s writer), in the
 on-disk format of ``tune/``: a 5x5 grid search, a TPE search with values exactly on powers of
 ten and early-stopped / diverged / errored trials, a truncated ``trials.csv``, a running search and
 unreadable files.
@@ -16,30 +16,29 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.bins import axis_bins, heatmap_info
 from analysis.experiments import (
     NoExperimentsError,
     ParamSpec,
     Problem,
-    find_experiment_dirs,
     load_experiment,
     load_experiments,
-    read_trials,
 )
 from analysis.figures import heatmap_figure
 from analysis.frames import (
     MODE_LABELS,
-    axis_bins,
     cross_task_table,
     final_results,
     format_value,
-    heatmap_info,
     learning_curves,
     param_pairs,
-    read_paper_accuracy,
     trial_table,
 )
+from analysis.paper import read_paper_accuracy
 from analysis.importance import importance_info
-from analysis.synthetic import (
+from tune.schema import find_experiments as find_experiment_dirs
+from tune.schema import parse_trials
+from experiment_fixtures import (
     EDGE_TRIALS,
     PAPER_GRID,
     TPE_SPACE,
@@ -97,7 +96,7 @@ def test_load_experiments_reads_the_good_and_reports_the_bad(results: Path) -> N
 def test_truncated_trials_keep_the_complete_rows(results: Path) -> None:
     problems: list[Problem] = []
     path = results / "tpe-exp" / "P2I" / "trials.csv"
-    frame = read_trials(path, problems)
+    frame = parse_trials(path.read_text(), path, problems)
     assert frame is not None
     n_rows = sum(len(t[5]) for t in EDGE_TRIALS)
     assert len(frame) == n_rows - 1  # only the cut row is gone

@@ -63,11 +63,14 @@ def searches(tmp_path) -> dict[str, Path]:
 
 
 # ------------------------------------------------------------------------------------ export
-def test_best_completed_trial_uses_the_final_epoch_of_completed_trials(searches):
-    trials = pd.read_csv(searches["best"] / "trials.csv", dtype={"trial_id": str})
-    trial, acc = export.best_completed_trial(trials)
-    assert trial == "t_completed" and acc == pytest.approx(0.8)  # not 0.9 (earlier epoch), not 0.95 (early-stopped)
-    assert export.best_completed_trial(trials[trials["status"] != "completed"]) == (None, pytest.approx(math.nan, nan_ok=True))
+def test_best_trial_uses_the_final_epoch_of_trials_that_reached_it(searches):
+    from tune import schema
+
+    files = schema.read_experiment(searches["best"])
+    table = schema.trial_table(files.trials, files.max_epochs)
+    best = schema.best_trial(table)
+    assert best["trial_id"] == "t_completed" and best["target_acc"] == pytest.approx(0.8)  # not 0.9 (earlier epoch), not 0.95 (early-stopped)
+    assert schema.best_trial(table[table["status"] != "completed"]) is None
 
 
 def test_export_picks_the_best_experiment_skips_running_and_refuses_overwrite(searches, tmp_path, capsys):
@@ -217,3 +220,15 @@ def test_a_run_that_diverged_in_pretraining_has_no_accuracy():
     row = results.task_row("digits", [record])
     assert math.isnan(row["ssot_acc_mean"]) and row["statuses"] == "diverged"
     assert "|  |  |" in results.to_markdown(pd.DataFrame([row]))
+
+
+def test_a_binary_config_file_is_a_one_line_error(tmp_path, capsys):
+    from ssot.errors import ConfigError
+
+    binary = tmp_path / "weights.pt"
+    binary.write_bytes(b"\x80\x02\xff\xfe\x00binary")
+    with pytest.raises(ConfigError, match="is not valid JSON .*UnicodeDecodeError"):
+        SSOTConfig.from_json(binary)
+    proc = subprocess.run([sys.executable, "-m", "ssot.train", "--config", str(binary)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

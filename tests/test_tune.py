@@ -16,11 +16,17 @@ from ssot.config import SSOTConfig
 from ssot.errors import ConfigError, SSOTError
 from ssot.trainer import Trainer
 from tune import space as spaces
-from tune.experiment import SearchOptions, final_results, run_search
+from tune.experiment import SearchOptions, run_search
+from tune.outputs import exit_status
 
 REPO = Path(__file__).resolve().parents[1]
 SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
 QUICK = {"epochs": 3, "pretrain_epochs": 2, "iters_per_epoch": 8}
+
+
+def final_results(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each trial's last row of trials.csv (its final epoch and status)."""
+    return frame.sort_values(["trial_id", "epoch"]).groupby("trial_id", as_index=False).tail(1)
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +107,14 @@ def test_a_diverging_trial_is_recorded_and_the_search_goes_on(ray_local, tmp_pat
     assert last.loc[1e30, "target_acc"] == 0.0  # a finite placeholder, never NaN
     assert last.loc[1e-4, "status"] == "completed" and outcome.finished
     assert SSOTConfig.from_json(Path(outcome.path) / "best_config.json").lr == 1e-4
+    # divergence during source pretraining is a divergence too, not an error
+    options = SearchOptions(task="digits", search="grid", space={"lr_pretrain": {"type": "grid", "values": [1e30]}},
+                            num_samples=1, base={**QUICK, "epochs": 1}, storage_path=str(tmp_path), name="diverge-pre",
+                            early_stop=False, verbose=0)
+    outcome = run_search(options)
+    last = final_results(outcome.trials)
+    assert list(last["status"]) == ["diverged"] and "pretraining" in last["reason"].iloc[0]
+    assert outcome.status == "finished" and exit_status(outcome) == 3  # nothing usable
 
 
 def test_existing_experiments_are_never_overwritten(ray_local, tmp_path):
@@ -109,6 +123,77 @@ def test_existing_experiments_are_never_overwritten(ray_local, tmp_path):
         run_search(SearchOptions(task="digits", storage_path=str(tmp_path)))
     with pytest.raises(SSOTError, match="no experiment at .* to resume"):
         run_search(SearchOptions(task="digits", storage_path=str(tmp_path), name="other", resume=True))
+
+
+def test_tpe_proposes_a_trial_only_when_a_slot_is_free(ray_local, tmp_path):
+    """With 2 slots (2 CPUs, 1 per trial, no --max-concurrent), the k-th TPE proposal is made after
+    at least k - 2 - 1 trials reported (1: the paper's default config, evaluated first)."""
+    import pickle
+
+    options = SearchOptions(task="digits", num_samples=5, base={"epochs": 1, "pretrain_epochs": 1, "iters_per_epoch": 3},
+                            storage_path=str(tmp_path), name="slots", early_stop=False, verbose=0)
+    outcome = run_search(options)
+    state = next(Path(outcome.path).glob("searcher-state-*.pkl"))
+    study = pickle.loads(state.read_bytes())["_ot_study"]  # Optuna's record of every ask and tell
+    proposals = sorted(study.trials, key=lambda t: t.datetime_start)
+    reports = sorted(t.datetime_complete for t in proposals)
+    assert len(proposals) == 5 and None not in reports
+    for k, trial in enumerate(proposals, start=1):
+        assert sum(done <= trial.datetime_start for done in reports) >= k - 2 - 1, (k, proposals, reports)
+
+
+def test_a_final_run_of_a_trials_config_reproduces_its_accuracies(ray_local, tmp_path):
+    """A trial runs with its CPU share of threads, recorded in its config: a standalone run of
+    best_config.json gives the trial's per-epoch accuracies exactly (same machine)."""
+    import torch
+
+    from ssot.trainer import run
+
+    options = SearchOptions(task="digits", search="grid", space={"lambda_ot": {"type": "grid", "values": [1.0]}},
+                            num_samples=1, base={"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 5},
+                            storage_path=str(tmp_path), name="repro", early_stop=False, verbose=0)
+    outcome = run_search(options)
+    config = SSOTConfig.from_json(Path(outcome.path) / "best_config.json")
+    assert config.num_threads == 1
+    threads = torch.get_num_threads()
+    try:
+        record = run(config)
+    finally:
+        torch.set_num_threads(threads)
+    trial = outcome.trials.sort_values("epoch")
+    assert [e["target_acc"] for e in record["epochs"]] == trial["target_acc"].tolist()
+    assert record["config"]["num_threads"] == 1
+
+
+def test_zero_epochs_are_refused_before_anything_starts(tmp_path):
+    with pytest.raises(ConfigError, match=r"'epochs' parameter of a search must be an int >= 1 \(ASHA's max_t\). Got 0 instead"):
+        run_search(SearchOptions(task="digits", base={"epochs": 0}, storage_path=str(tmp_path)))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_errored_trials_are_recorded_in_one_line_and_rerun_by_resume(ray_local, tmp_path, capsys):
+    """Every trial errors (the shared pretrained-model folder is a file); the experiment says so,
+    each error is one printed line with its traceback's path, and --resume re-runs the trials."""
+    import dataclasses
+
+    blocker = tmp_path / "err" / "_pretrained"
+    blocker.parent.mkdir()
+    blocker.write_text("not a folder")
+    options = SearchOptions(task="digits", num_samples=2, base={"epochs": 1, "pretrain_epochs": 1, "iters_per_epoch": 3},
+                            storage_path=str(tmp_path), name="err", early_stop=False, max_concurrent=2, verbose=1)
+    outcome = run_search(options)
+    out = capsys.readouterr()
+    assert outcome.status == "errored" and not outcome.finished and exit_status(outcome) == 3
+    assert set(outcome.trials["status"]) == {"errored"}
+    info = json.loads((Path(outcome.path) / "experiment.json").read_text())
+    assert info["status"] == "errored" and info["best_trial"] is None
+    lines = [line for line in out.out.splitlines() if "ERRORED" in line]
+    assert len(lines) == 2 and all("FileExistsError" in line and "error.txt" in line for line in lines), out.out
+    assert "Traceback" not in out.out + out.err
+    blocker.unlink()  # the user fixes the cause, then resumes
+    resumed = run_search(dataclasses.replace(options, resume=True))
+    assert resumed.finished and exit_status(resumed) == 0
+    assert set(final_results(resumed.trials)["status"]) == {"completed"} and resumed.trials["trial_id"].nunique() == 2
 
 
 def test_bad_options_are_refused_with_the_argument_named():
@@ -155,6 +240,7 @@ def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp
         time.sleep(0.5)
     proc.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the experiment state and exits
     proc.communicate(timeout=120)
+    assert proc.returncode == 130  # interrupted is not success
     assert (exp / "experiment.json").exists()
     before = json.loads((exp / "experiment.json").read_text())
     assert before["status"] == "running"
@@ -215,5 +301,35 @@ def test_trials_get_their_cpu_share_of_threads_and_loader_workers():
 
     options = SearchOptions(task="A2W", cpus_per_trial=2, base={"data_root": "/data"})
     params = _param_space(options, base_config(options), gpus=0.25, cache_dir=None)
-    assert params["num_workers"] == 2 and params["_threads"] == 2 and params["device"] == "cuda"
+    assert params["num_workers"] == 2 and params["num_threads"] == 2 and params["device"] == "cuda"
     assert "lambda_ot" not in params  # sampled by the searcher, not a constant
+
+
+def test_a_real_search_is_read_by_analysis_and_every_consumer_names_its_best_trial(ray_local, tmp_path):
+    """The contract between tune/ and analysis/: a real small search, read with no problem; the
+    dashboard's best trial and copyable config are those of best_config.json."""
+    import html
+    import re
+
+    from analysis.dashboard import build_dashboard
+    from analysis.experiments import load_experiments
+    from tune import export
+
+    options = SearchOptions(task="digits", num_samples=3, base={"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 5},
+                            storage_path=str(tmp_path / "runs"), name="contract", early_stop=False, max_concurrent=2,
+                            verbose=0)
+    outcome = run_search(options)
+    folder = Path(outcome.path)
+    experiments, problems = load_experiments(tmp_path / "runs")
+    assert problems == [] and len(experiments) == 1 and experiments[0].trials["trial_id"].nunique() == 3
+    best_file = json.loads((folder / "best_config.json").read_text())
+    best_id = json.loads((folder / "experiment.json").read_text())["best_trial"]
+    page = build_dashboard(tmp_path / "runs", out=tmp_path / "dashboard.html", images=False).path.read_text()
+    named = re.search(r'<p class="mode-final best-line">[^<]*<b data-trial="([^"]+)">', page).group(1)
+    shown = json.loads(html.unescape(re.search(r'<pre id="cfg-e0">(.*?)</pre>', page, re.S).group(1)))
+    assert named == best_id == export.load_experiment(folder).best_trial
+    assert shown == best_file
+    row = final_results(outcome.trials).set_index("trial_id").loc[best_id]
+    assert (best_file["lambda_ot"], best_file["potential_width"]) == (pytest.approx(row["lambda_ot"]), row["potential_width"])
+    # trials that ended keep no checkpoint (issue 13: a 50-trial ResNet-50 search kept ~16 GB)
+    assert list(folder.glob("trial_*")) and not list(folder.glob("trial_*/checkpoint_*"))

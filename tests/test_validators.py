@@ -127,3 +127,15 @@ def test_dev_does_not_touch_the_global_rng():
     torch.manual_seed(123)
     V.dev(src, torch.rand(50, generator=g), tgt)
     assert torch.equal(torch.rand(1), before)
+
+
+def test_results_format_knows_every_validator_with_its_direction():
+    """tune/schema.py (torch-free) owns the trials.csv columns; ssot/validators.py computes the
+    scores: the two must name the same validators with the same directions."""
+    from tune import schema
+
+    for name in V.EPOCH_VALIDATORS:
+        if name == "source_acc":
+            continue
+        assert schema.metric(name).direction == V.DIRECTIONS[name], name
+    assert "target_pred" in schema.trial_columns(["lambda_ot"])

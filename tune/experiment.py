@@ -1,44 +1,32 @@
-"""Run (or resume) a hyperparameter search of SSOT on one task, and write its tidy outputs.
+"""Run (or resume) a hyperparameter search of SSOT on one task with Ray Tune.
 
-An experiment is one search on one task, in ``<storage_path>/<name>/<task>/``: Ray's own files
-plus
-
-- ``experiment.json``: task, search kind, metric, space, status (``running`` / ``finished``);
-- ``trials.csv``: one row per trial and epoch, every hyperparameter and metric, and the trial's
-  final status: ``completed`` (reached the last epoch), ``early-stopped`` (cut by ASHA),
-  ``diverged`` (non-finite loss; ``reason`` says where), ``errored`` or ``running``;
-- ``best_config.json``: the best completed trial's full config, ready for
-  ``python -m ssot.train --config``.
-
-Trials are compared on their *final-epoch* target accuracy; ASHA-truncated trials reach Optuna
-as complete with a truncated value, so the tables keep them apart by status.
+The orchestration of Ray only: options, searcher, scheduler, resources. An experiment's files
+(``experiment.json``, ``trials.csv``, ``best_config.json`` in ``<storage_path>/<name>/<task>/``)
+and the best-trial rule are owned by :mod:`tune.schema`; the tidy outputs are built by
+:mod:`tune.outputs` and written through :mod:`tune.storage`.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from ray import tune as ray_tune
 
 from ssot.config import SSOTConfig
 from ssot.data import build_task
-from ssot.errors import ConfigError, SSOTError
-from ssot.validators import DIRECTIONS, EPOCH_VALIDATORS, LABEL_FREE, SEARCH_METRICS
+from ssot.errors import ConfigError, SSOTError, check_output
+from tune import schema, storage
+from ssot.validators import DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from tune import space as spaces
+from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
-METRIC, MODE = "target_acc", "max"
 SEARCHES = ("tpe", "grid", "random")
-METRIC_COLUMNS = ["target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
-                  "outlier_mass", "n_pred_classes", "source_only_target_acc", "time_s",
-                  *[v for v in EPOCH_VALIDATORS if v != "source_acc"], "target_pred"]
 PATH_FIELDS = ("data_root", "features_path", "pretrained_path", "source_dir", "target_dir")
+_USER_ENV = frozenset(os.environ)  # Ray settings the user chose are left alone
 
 
 @dataclass
@@ -67,11 +55,8 @@ class SearchOptions:
     name: str | None = None
     resume: bool = False
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
-    metric: str = METRIC  # what TPE, ASHA and best_config.json optimise (target_acc = the oracle)
-
-    @property
-    def mode(self) -> str:
-        return DIRECTIONS[self.metric]
+    metric: str = schema.DEFAULT_METRIC  # what the search optimises and selects on (tune.schema.METRICS)
+    keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -88,6 +73,8 @@ class SearchOptions:
             raise ConfigError(f"The 'cpus_per_trial' parameter must be > 0. Got {self.cpus_per_trial!r} instead.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
+        if self.metric not in schema.selectable_metrics():
+            raise ConfigError(f"The 'metric' parameter must be one of {', '.join(schema.selectable_metrics())}. Got {self.metric!r} instead.")
         spaces.validate_space(self.space)
         if self.search == "grid" and not spaces.is_grid(self.space):
             raise ConfigError("--search grid needs a grid space (the paper's lambda grid). Got a sampled space.")
@@ -95,54 +82,10 @@ class SearchOptions:
             raise ConfigError(f"--search {self.search} samples the space; a grid space needs --search grid.")
 
 
-@dataclass
-class SearchOutcome:
-    """What a finished (or interrupted) search left: its folder, table and best config."""
-
-    path: str
-    trials: pd.DataFrame
-    best_config: SSOTConfig | None
-    finished: bool
-
-
-# ---------------------------------------------------------------------------- storage helpers
-def _fs(uri: str) -> tuple[Any, str]:
-    """A pyarrow filesystem and path for a local path or any URI Ray accepts."""
-    import pyarrow.fs
-
-    if "://" in uri:
-        return pyarrow.fs.FileSystem.from_uri(uri)
-    return pyarrow.fs.LocalFileSystem(), str(Path(uri).resolve())
-
-
-def _exists(uri: str) -> bool:
-    import pyarrow.fs
-
-    fs, path = _fs(uri)
-    return fs.get_file_info(path).type != pyarrow.fs.FileType.NotFound
-
-
-def write_text(uri: str, text: str) -> None:
-    fs, path = _fs(uri)
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with fs.open_output_stream(path) as out:
-        out.write(text.encode())
-
-
-def read_text(uri: str) -> str:
-    fs, path = _fs(uri)
-    with fs.open_input_stream(path) as fh:
-        return fh.read().decode()
-
-
-def _join(root: str, *parts: str) -> str:
-    return "/".join([root.rstrip("/"), *parts])
-
-
 def experiment_root(options: SearchOptions) -> str:
     """``<storage_path>/<name>`` with local paths made absolute (Ray requires it)."""
-    storage = options.storage_path if "://" in options.storage_path else str(Path(options.storage_path).resolve())
-    return _join(storage, options.name or f"ssot-{options.task}")
+    root_dir = options.storage_path if "://" in options.storage_path else str(Path(options.storage_path).resolve())
+    return storage.join(root_dir, options.name or f"ssot-{options.task}")
 
 
 # ---------------------------------------------------------------------------- the search
@@ -153,7 +96,7 @@ class TrialLines(ray_tune.Callback):
         self._line(trials, trial, "")
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._line(trials, trial, " ERRORED")
+        self._line(trials, trial, f" ERRORED: {_error_summary(trial)}")
 
     @staticmethod
     def _line(trials: list, trial: Any, suffix: str) -> None:
@@ -166,13 +109,41 @@ class TrialLines(ray_tune.Callback):
               f"eps {c.get('eps', float('nan')):.3g} width {c.get('potential_width')}{flag}", flush=True)
 
 
+class DropEndedCheckpoints(ray_tune.Callback):
+    """Remove the checkpoints of a trial that ended (completed, early-stopped, diverged): only
+    running (and errored, which ``--resume`` continues) trials keep theirs, so a search holds
+    about one checkpoint per slot instead of one per trial. Local storage only."""
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        import shutil
+
+        if trial.path and "://" not in str(trial.path):  # the trial's folder in the storage path
+            for folder in Path(trial.path).glob("checkpoint_*"):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _error_summary(trial: Any) -> str:
+    """The last line of a trial's error and where its full traceback is."""
+    path = trial.error_file or (f"{trial.local_path}/error.txt" if trial.local_path else None)
+    try:
+        lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()] if path else []
+    except OSError:
+        lines = []
+    return f"{lines[-1][:200] if lines else 'see its log'} (traceback: {path})"
+
+
 def base_config(options: SearchOptions) -> SSOTConfig:
     """The task's defaults with ``options.base`` applied, local paths made absolute."""
     base = dict(options.base)
     for key in PATH_FIELDS:
         if base.get(key) and "://" not in str(base[key]):
             base[key] = str(Path(base[key]).expanduser().resolve())
-    return SSOTConfig.for_task(options.task, **base)
+    if not base.get("num_threads"):  # a trial's CPU share, recorded in its config and best_config.json
+        base["num_threads"] = max(1, int(options.cpus_per_trial))
+    config = SSOTConfig.for_task(options.task, **base)
+    if config.epochs < 1:
+        raise ConfigError(f"The 'epochs' parameter of a search must be an int >= 1 (ASHA's max_t). Got {config.epochs!r} instead.")
+    return config
 
 
 def check_resources(options: SearchOptions) -> float:
@@ -191,7 +162,21 @@ def check_resources(options: SearchOptions) -> float:
     return want
 
 
-def _searcher(options: SearchOptions, base: SSOTConfig) -> Any:
+def runnable_slots(options: SearchOptions, gpus_per_trial: float) -> int:
+    """How many trials can run at once: the cluster's CPUs (and GPUs) over a trial's request,
+    capped by ``max_concurrent``; at least 1. Nodes added later by an autoscaler are not counted."""
+    import ray
+
+    total = ray.cluster_resources()
+    slots = int(total.get("CPU", 0.0) // options.cpus_per_trial)
+    if gpus_per_trial > 0:
+        slots = min(slots, int(total.get("GPU", 0.0) // gpus_per_trial))
+    if options.max_concurrent:
+        slots = min(slots, options.max_concurrent)
+    return max(1, slots)
+
+
+def _searcher(options: SearchOptions, base: SSOTConfig, slots: int) -> Any:
     import optuna
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
@@ -204,10 +189,11 @@ def _searcher(options: SearchOptions, base: SSOTConfig) -> Any:
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
-    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=options.mode, sampler=sampler, points_to_evaluate=points)
-    # ConcurrencyLimiter enforces the limit inside the searcher itself: some Ray releases
-    # ignored TuneConfig.max_concurrent_trials with custom searchers.
-    return ConcurrencyLimiter(searcher, max_concurrent=options.max_concurrent) if options.max_concurrent else searcher
+    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=schema.metric(options.metric).direction, sampler=sampler, points_to_evaluate=points)
+    # The searcher proposes a trial only when a slot is free, so TPE learns from every result
+    # reported before (ConcurrencyLimiter: some Ray releases also ignored
+    # TuneConfig.max_concurrent_trials with custom searchers).
+    return ConcurrencyLimiter(searcher, max_concurrent=slots)
 
 
 def _scheduler(options: SearchOptions, epochs: int) -> Any:
@@ -223,7 +209,7 @@ def _scheduler(options: SearchOptions, epochs: int) -> Any:
 def _param_space(options: SearchOptions, base: SSOTConfig, gpus: float, cache_dir: str | None) -> dict[str, Any]:
     constants = {k: v for k, v in base.to_dict().items() if k not in options.space or options.space[k]["type"] == "fixed"}
     constants.update(spaces.fixed_values(options.space))
-    constants.update({"_threads": max(1, int(options.cpus_per_trial)), "_pretrain_cache": cache_dir})
+    constants["_pretrain_cache"] = cache_dir
     constants["device"] = "cuda" if gpus > 0 else "cpu"
     # DataLoader workers beyond the trial's CPU share would oversubscribe the node.
     constants["num_workers"] = min(base.num_workers, int(options.cpus_per_trial))
@@ -241,23 +227,26 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     import ray
 
     options.validate()
+    if "://" not in options.storage_path:
+        check_output(options.storage_path, "--storage-path", folder=True)
+    if address:
+        _check_reachable(address)
     base = base_config(options)
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
         raise ConfigError(f"--metric target_acc needs target labels, but the target of task {base.task!r} is unlabeled. "
                           f"Use a label-free metric: {', '.join(LABEL_FREE)}.")
     root = experiment_root(options)
-    path = _join(root, base.task)
-    exists = _exists(_join(path, "experiment.json")) or _exists(path)
+    path = storage.join(root, base.task)
+    exists = storage.exists(storage.join(path, schema.EXPERIMENT_FILE)) or storage.exists(path)
     if exists and not options.resume:
         raise SSOTError(f"Experiment {path} already exists. Pass --resume to continue it, or choose another --name.")
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
 
-    # Ray keeps a single trial pending by default with searchers, so trials start one at a time,
-    # each waiting for the previous one's worker to boot: let as many be pending as may run.
-    os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(options.max_concurrent or 16))
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
+        os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     started_ray = not ray.is_initialized()
     if started_ray:
         try:
@@ -271,19 +260,44 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ) from None
     try:
         gpus = check_resources(options)
-        return _run(options, base, root, path, gpus, resume=exists)
+        slots = runnable_slots(options, gpus)
+        # Ray keeps a single trial pending by default with searchers, so trials started one at a
+        # time, each waiting for the previous one's worker to boot; more pending trials than
+        # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
+        if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
+            os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
+        return _run(options, base, root, path, gpus, slots, resume=exists)
     finally:
         if started_ray:
             ray.shutdown()
 
 
-def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, *, resume: bool) -> SearchOutcome:
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse within ``timeout`` seconds an explicit ``HOST:PORT`` where nothing listens (``ray.init``
+    would wait for ever, deaf to Ctrl-C); ``auto`` and ``ray://`` addresses are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise SSOTError(f"Cannot connect to the Ray cluster at --address {address}: nothing answers there within "
+                        f"{timeout:g} s ({exc}). Start it (`ray start --head --port {port}`) or check the address "
+                        "(`ray status` on the head node).") from None
+
+
+def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
+         resume: bool) -> SearchOutcome:
     epochs = base.epochs
-    info = _read_json(_join(path, "experiment.json")) if resume else None
-    if info is not None and info.get("status") == "finished":
-        print(f"{base.task}: experiment {path} already finished; nothing to resume.")
-        return collect(path)
-    cache_dir = None if "://" in root else _join(root, "_pretrained")
+    info = storage.read_json(storage.join(path, schema.EXPERIMENT_FILE)) if resume else None
+    if info is not None and info.get("status") == schema.FINISHED:
+        done = collect(path)  # older experiments were marked finished with errored trials in them
+        if done.trials.empty or not (done.trials["status"] == schema.ERRORED).any():
+            print(f"{base.task}: experiment {path} already finished; nothing to resume.")
+            return done
+    cache_dir = None if "://" in root else storage.join(root, "_pretrained")
     trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
     if resume and ray_tune.Tuner.can_restore(path):
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
@@ -292,36 +306,38 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=options.mode, search_alg=_searcher(options, base), scheduler=_scheduler(options, epochs),
+                metric=options.metric, mode=schema.metric(options.metric).direction, search_alg=_searcher(options, base, slots), scheduler=_scheduler(options, epochs),
                 num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=[TrialLines()] if options.verbose >= 1 else [],
+                callbacks=([TrialLines()] if options.verbose >= 1 else [])
+                + ([] if options.keep_checkpoints else [DropEndedCheckpoints()]),
                 checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1),
                 failure_config=ray_tune.FailureConfig(max_failures=0),
             ),
         )
     if info is None:
-        info = {"task": base.task, "dataset": _dataset_of(base.task), "name": root.rsplit("/", 1)[-1],
-                "search": options.search, "metric": options.metric, "mode": options.mode,
-                "validator_directions": DIRECTIONS, "max_epochs": epochs,
-                "num_samples": options.num_samples, "space": options.space, "early_stop": options.early_stop,
-                "grace_period": options.grace_period, "reduction_factor": options.reduction_factor,
-                "base_config": base.to_dict(), "status": "running", "started": _now(), "finished": None}
-    info["status"] = "running"
-    write_text(_join(path, "experiment.json"), json.dumps(info, indent=2) + "\n")
+        info = schema.new_meta(task=base.task, dataset=_dataset_of(base.task), name=root.rsplit("/", 1)[-1],
+                               search=options.search, space=options.space, max_epochs=epochs,
+                               num_samples=options.num_samples, metric_name=options.metric,
+                               early_stop=options.early_stop, grace_period=options.grace_period,
+                               reduction_factor=options.reduction_factor, base_config=base.to_dict(),
+                               validator_directions=DIRECTIONS)
+    info["status"] = schema.RUNNING
+    storage.write_text(storage.join(path, schema.EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
     results = tuner.fit()
     finished = _all_terminated(path, expected_trials(info))
     frame = trial_frame(results, info, finished=finished)
-    return _write_outputs(path, info, frame, finished)
+    return write_outputs(path, info, frame, finished)
 
 
-def expected_trials(info: dict[str, Any]) -> int:
-    """Trials a complete search has: ``num_samples``, times the number of cells for a grid."""
-    cells = math.prod(len(s["values"]) for s in info["space"].values() if s["type"] == "grid")
-    return info["num_samples"] * cells
+# ---------------------------------------------------------------------------- small helpers
+def _dataset_of(task: str) -> str:
+    from ssot.data import dataset_of
+
+    return dataset_of(task)
 
 
 def _all_terminated(path: str, expected: int) -> bool:
@@ -335,156 +351,3 @@ def _all_terminated(path: str, expected: int) -> bool:
         return False
     trials = analysis.trials
     return len(trials) >= expected and all(t.status in ("TERMINATED", "ERROR") for t in trials)
-
-
-def _write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished: bool) -> SearchOutcome:
-    write_text(_join(path, "trials.csv"), frame.to_csv(index=False))
-    best = best_config(frame, info)
-    if best is not None:
-        write_text(_join(path, "best_config.json"), json.dumps(best.to_dict(), indent=2) + "\n")
-    info["status"] = "finished" if finished else "running"
-    info["finished"] = _now() if finished else None
-    write_text(_join(path, "experiment.json"), json.dumps(info, indent=2) + "\n")
-    return SearchOutcome(path, frame, best, finished)
-
-
-def collect(path: str) -> SearchOutcome:
-    """Re-read the outputs of an experiment folder."""
-    info = _read_json(_join(path, "experiment.json")) or {}
-    frame = pd.read_csv(_fs(_join(path, "trials.csv"))[1], dtype={"trial_id": str}) if _exists(_join(path, "trials.csv")) else pd.DataFrame()
-    best = SSOTConfig.from_json(_fs(_join(path, "best_config.json"))[1]) if _exists(_join(path, "best_config.json")) else None
-    return SearchOutcome(path, frame, best, info.get("status") == "finished")
-
-
-# ---------------------------------------------------------------------------- tidy table
-def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.DataFrame:
-    """One row per (trial, epoch) with hyperparameters, metrics and the trial's final status."""
-    rows: list[dict[str, Any]] = []
-    searched = list(info["space"])
-    hyper = list(dict.fromkeys(["lambda_ot", "lambda_ent", "eps", "potential_width", *searched]))
-    for result in results:
-        params = result.config or {}
-        trial_id = _trial_id(result)
-        history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
-        if len(history) and "epoch" in history:
-            # A trial restored from its checkpoint replays the epochs reported after it: keep the
-            # last report of each epoch (the one the trial's final state descends from).
-            history = history.drop_duplicates(subset="epoch", keep="last")
-        records = history.to_dict("records") if len(history) else []
-        status, reason = _status(records, result.error, info["max_epochs"], finished)
-        common = {"task": info["task"], "trial_id": trial_id, "search": info["search"], **{h: params.get(h) for h in hyper}}
-        if not records:
-            rows.append({**common, "epoch": math.nan, **{m: math.nan for m in METRIC_COLUMNS}, "status": status, "reason": reason})
-        for rec in records:
-            rows.append({**common, "epoch": rec.get("epoch"), **{m: rec.get(m, math.nan) for m in METRIC_COLUMNS},
-                         "status": status, "reason": reason})
-    columns = ["task", "trial_id", "search", *hyper, "epoch", *METRIC_COLUMNS, "status", "reason"]
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
-
-
-def _trial_id(result: Any) -> str:
-    metrics = result.metrics or {}
-    if metrics.get("trial_id"):
-        return str(metrics["trial_id"])
-    return Path(str(result.path)).name
-
-
-def _status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
-    if records and int(records[-1].get("diverged", 0) or 0):
-        return "diverged", str(records[-1].get("reason", ""))
-    if error is not None:
-        return "errored", str(error).strip().splitlines()[-1][:300] if str(error).strip() else type(error).__name__
-    if records and int(records[-1].get("epoch", 0)) >= max_epochs:
-        return "completed", ""
-    return ("early-stopped", "") if finished else ("running", "")
-
-
-def final_results(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each trial's last row (its final accuracy and status)."""
-    if frame.empty:
-        return frame
-    return frame.sort_values(["trial_id", "epoch"]).groupby("trial_id", as_index=False).tail(1)
-
-
-def best_completed_trial(trials: pd.DataFrame, metric: str = METRIC, mode: str = MODE) -> tuple[str | None, float]:
-    """The completed trial with the best final-epoch ``metric`` (highest for ``mode="max"``).
-
-    Parameters
-    ----------
-    trials : pandas.DataFrame
-        ``trials.csv``: one row per (trial, epoch) with at least ``trial_id``, ``epoch``,
-        ``target_acc`` and ``status``.
-
-    Returns
-    -------
-    tuple
-        ``(trial_id, value)``, or ``(None, nan)`` when no trial completed with a finite value.
-    """
-    if metric not in trials.columns:
-        return None, math.nan
-    done = trials[trials["status"] == "completed"].copy()
-    done["epoch"] = pd.to_numeric(done["epoch"], errors="coerce")
-    done[metric] = pd.to_numeric(done[metric], errors="coerce")
-    done = done.dropna(subset=["epoch"])
-    if done.empty:
-        return None, math.nan
-    last = done.sort_values("epoch").groupby("trial_id", sort=False).tail(1)
-    last = last[last[metric].map(lambda v: math.isfinite(v))]
-    if last.empty:
-        return None, math.nan
-    best = last.loc[last[metric].idxmax() if mode == "max" else last[metric].idxmin()]
-    return str(best["trial_id"]), float(best[metric])
-
-
-def best_config(frame: pd.DataFrame, info: dict[str, Any]) -> SSOTConfig | None:
-    """The config of the completed trial with the best final-epoch value of the experiment's metric."""
-    trial_id, _ = best_completed_trial(frame, info.get("metric", METRIC), info.get("mode", MODE))
-    if trial_id is None:
-        return None
-    last = final_results(frame)
-    row = last[last["trial_id"].astype(str) == trial_id].iloc[0]
-    values = dict(info["base_config"])
-    for name in info["space"]:
-        kind = type(getattr(SSOTConfig(), name))  # cast the CSV's numbers back to the field's type
-        values[name] = kind(row[name]) if kind in (int, float) else row[name]
-    return SSOTConfig.from_dict(values, source=f"best trial {row['trial_id']}")
-
-
-def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> list[str]:
-    """A printed summary: counts per status and the best trials on final accuracy."""
-    last = final_results(frame)
-    if last.empty:
-        return [f"{info['task']}: no trial results."]
-    counts = last["status"].value_counts().to_dict()
-    lines = [f"{info['task']}: {len(last)} trials (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"]
-    done = last[last["status"] == "completed"].sort_values("target_acc", ascending=False).head(top)
-    lines.append(f"  top {len(done)} completed trials by final target_acc (source-only baseline "
-                 f"{last['source_only_target_acc'].dropna().mean():.4f}):")
-    for _, r in done.iterrows():
-        lines.append(f"    {r['trial_id']:>14}  target_acc {r['target_acc']:.4f}  lambda_ot {r['lambda_ot']:.4g}  "
-                     f"lambda_ent {r['lambda_ent']:.4g}  eps {r['eps']:.4g}  width {int(r['potential_width'])}")
-    return lines
-
-
-# ---------------------------------------------------------------------------- small helpers
-def _dataset_of(task: str) -> str:
-    if task in ("digits", "custom"):
-        return task
-    from ssot.data.benchmarks import TASKS
-
-    return TASKS[task].dataset
-
-
-def _read_json(uri: str) -> dict[str, Any] | None:
-    if not _exists(uri):
-        return None
-    try:
-        return json.loads(read_text(uri))
-    except json.JSONDecodeError:
-        return None
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-

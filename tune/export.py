@@ -9,49 +9,43 @@ task, the exported ``CONFIG_DIR/<task>.json`` is the ``best_config.json`` of one
 experiment, validated through :class:`ssot.config.SSOTConfig` and written back, so it is exactly
 a valid config for ``python tune/final.py`` and ``python -m ssot.train --config``.
 
-When several finished experiments exist for a task, the one whose best trial has the highest
-*final-epoch* ``target_acc`` among trials with status ``completed`` is chosen (recomputed from
-``trials.csv``; early-stopped trials are left out because their accuracy is truncated).
+Each experiment's best trial follows the one best-trial rule of :mod:`tune.schema` (recomputed
+from ``trials.csv``: the best final-epoch value of the experiment's selection metric among trials
+that reached the last epoch, ties to the lowest trial id), so it is the trial whose config is in
+``best_config.json``. When several finished experiments exist for a task, the one whose best
+trial has the highest final-epoch ``target_acc`` is chosen (ties: the first folder in path order).
 Experiments still running, or whose files are unreadable, are skipped with a one-line warning.
 Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
+if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
 
-from ssot.config import SSOTConfig
-from ssot.errors import SSOTError, one_line
-from tune.experiment import best_completed_trial
-from tune.results import ResultsError, check_new
+from ssot.config import SSOTConfig  # noqa: E402
+from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
+from tune import schema  # noqa: E402
+from tune.results import ResultsError, check_new  # noqa: E402
 
 __all__ = [
-    "EXPERIMENT_FILE",
-    "TRIALS_FILE",
-    "BEST_CONFIG_FILE",
     "Experiment",
     "Exported",
     "ExportReport",
     "find_experiments",
-    "best_completed_trial",
     "load_experiment",
     "choose_per_task",
     "export_best_configs",
     "main",
 ]
-
-EXPERIMENT_FILE = "experiment.json"
-TRIALS_FILE = "trials.csv"
-BEST_CONFIG_FILE = "best_config.json"
-
 
 @dataclass(frozen=True)
 class Experiment:
@@ -62,8 +56,8 @@ class Experiment:
     path : the experiment folder.
     task : its task (from ``experiment.json``).
     config : its validated best config.
-    accuracy : final-epoch ``target_acc`` (fraction) of its best completed trial; NaN if none.
-    best_trial : the id of that trial (``None`` if no trial completed).
+    accuracy : final-epoch ``target_acc`` (fraction) of its best trial; NaN if none.
+    best_trial : the id of that trial under the rule of :mod:`tune.schema` (``None`` if no trial counts).
     """
 
     path: Path
@@ -94,7 +88,7 @@ class ExportReport:
 
 # ------------------------------------------------------------------------------------ reading
 def find_experiments(root: str | Path) -> list[Path]:
-    """Every folder under ``root`` (recursively, ``root`` included) holding ``experiment.json``.
+    """Every experiment folder under ``root`` (:func:`tune.schema.find_experiments`).
 
     Raises
     ------
@@ -104,33 +98,11 @@ def find_experiments(root: str | Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise ResultsError(f"The results folder {root} does not exist or is not a folder. Pass the folder the search wrote its experiments to.")
-    return sorted(p.parent for p in root.rglob(EXPERIMENT_FILE) if p.is_file())
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ResultsError(f"{path} is missing") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"{path} is not valid JSON ({exc})") from None
-
-
-def _read_trials(path: Path) -> pd.DataFrame:
-    try:
-        trials = pd.read_csv(path, dtype={"trial_id": str, "status": str})
-    except FileNotFoundError:
-        raise ResultsError(f"{path} is missing") from None
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise ResultsError(f"{path} cannot be read ({exc})") from None
-    missing = [c for c in ("trial_id", "epoch", "target_acc", "status") if c not in trials.columns]
-    if missing:
-        raise ResultsError(f"{path} lacks the column(s) {', '.join(missing)}")
-    return trials
+    return schema.find_experiments(root)
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read one finished experiment folder.
+    """Read one finished experiment folder (with :func:`tune.schema.read_experiment`).
 
     Raises
     ------
@@ -139,21 +111,29 @@ def load_experiment(path: str | Path) -> Experiment:
         invalid (the message names the file and the reason, without a trailing period).
     """
     path = Path(path)
-    meta = _read_json(path / EXPERIMENT_FILE)
-    if not isinstance(meta, dict) or not meta.get("task"):
-        raise ResultsError(f"{path / EXPERIMENT_FILE} has no 'task'")
-    status = meta.get("status")
-    if status != "finished":
-        raise ResultsError(f"its status is {status!r}, not 'finished'")
+    files = schema.read_experiment(path)
+    errors = [p for p in files.problems if p.severity == "error"]
+    meta = files.meta
+    if meta is None:
+        raise ResultsError(f"{errors[0].path} {errors[0].message}")
+    if not meta.get("task"):
+        raise ResultsError(f"{path / schema.EXPERIMENT_FILE} has no 'task'")
+    if meta.get("status") != schema.FINISHED:
+        raise ResultsError(f"its status is {meta.get('status')!r}, not {schema.FINISHED!r}")
+    if errors:
+        raise ResultsError(f"{errors[0].path} {errors[0].message}".rstrip("."))
     try:
-        config = SSOTConfig.from_json(path / BEST_CONFIG_FILE)
+        config = SSOTConfig.from_dict(files.best_config, source=str(path / schema.BEST_CONFIG_FILE))
     except SSOTError as exc:
         raise ResultsError(str(exc).rstrip(".")) from None
     task = str(meta["task"])
     if config.task != task:
-        raise ResultsError(f"{path / BEST_CONFIG_FILE} is for task {config.task!r} but the experiment is for {task!r}")
-    trial, accuracy = best_completed_trial(_read_trials(path / TRIALS_FILE))
-    return Experiment(path=path, task=task, config=config, accuracy=accuracy, best_trial=trial)
+        raise ResultsError(f"{path / schema.BEST_CONFIG_FILE} is for task {config.task!r} but the experiment is for {task!r}")
+    params = list(dict.fromkeys([*schema.PARAMS, *(meta.get("space") or {})]))
+    row = schema.best_trial(schema.trial_table(files.trials, files.max_epochs, params), files.metric)
+    if row is None:
+        return Experiment(path=path, task=task, config=config, accuracy=math.nan, best_trial=None)
+    return Experiment(path=path, task=task, config=config, accuracy=float(row["target_acc"]), best_trial=str(row["trial_id"]))
 
 
 def _rank(experiment: Experiment) -> float:
@@ -163,8 +143,9 @@ def _rank(experiment: Experiment) -> float:
 def choose_per_task(experiments: Sequence[Experiment]) -> dict[str, tuple[Experiment, int]]:
     """The best experiment of each task and the number of candidates it was chosen from.
 
-    The best is the highest final-epoch accuracy of a completed trial (:func:`best_completed_trial`);
-    an experiment without a completed trial ranks last; ties go to the first folder in path order.
+    The best is the highest final-epoch accuracy of its best trial (:func:`tune.schema.best_trial`);
+    an experiment without a trial that reached the last epoch ranks last; ties go to the first
+    folder in path order.
     """
     by_task: dict[str, list[Experiment]] = {}
     for experiment in experiments:
@@ -199,10 +180,11 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         If no experiment is found, none is finished and readable, or a target file exists and
         ``overwrite`` is false (checked before anything is written).
     """
+    check_output(config_dir, "--out", folder=True)
     report = ExportReport()
     folders = find_experiments(results_dir)
     if not folders:
-        raise ResultsError(f"No experiment (no {EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its experiments to.")
+        raise ResultsError(f"No experiment (no {schema.EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its experiments to.")
     loaded = []
     for folder in folders:
         try:

@@ -3,6 +3,7 @@
     python tune/final.py CONFIG_DIR --seeds 0 1 2 --out RESULTS_DIR
     python tune/final.py configs/P2I.json configs/A2W.json --seeds 0 1 2 --out RESULTS_DIR
     python tune/final.py CONFIG_DIR --seeds 0 1 --epochs 1 --device cpu --out /tmp/check   # quick check
+    python tune/final.py CONFIG_DIR --features a2w.pt --out RESULTS_DIR        # on a feature cache
 
 Each config (a ``<task>.json`` written by ``tune/export.py``, or any config file) is trained once
 per seed with :func:`ssot.trainer.run`. Each run record is written to
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import SSOTConfig
-from ssot.errors import SSOTError, one_line
+from ssot.errors import SSOTError, check_output, one_line
 from tune.results import ResultsError, check_new, result_paths, results_table, to_markdown, write_results
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "RUNTIME_FIELDS",
     "collect_configs",
     "apply_overrides",
+    "feature_caches",
     "run_record_path",
     "read_run_record",
     "final_runs",
@@ -81,10 +83,24 @@ def collect_configs(paths: Sequence[str | Path]) -> list[tuple[Path, SSOTConfig]
     return configs
 
 
-def apply_overrides(config: SSOTConfig, *, epochs: int | None = None, device: str | None = None) -> SSOTConfig:
-    """``config`` with the quick-check overrides that are not ``None`` applied (validated)."""
+def apply_overrides(config: SSOTConfig, *, epochs: int | None = None, device: str | None = None,
+                    features: dict[str, Path] | None = None) -> SSOTConfig:
+    """``config`` with the quick-check overrides that are not ``None`` applied (validated);
+    ``features`` (task -> cache, see :func:`feature_caches`) runs it on its task's cache."""
     changes: dict[str, Any] = {"epochs": epochs, "device": device}
+    if features is not None:
+        if config.task not in features:
+            raise ResultsError(f"No feature cache for task {config.task!r} among --features {' '.join(map(str, features.values()))}; "
+                               f"build one with `python -m ssot.features --task {config.task}` or drop --features.")
+        changes.update(backbone="features", features_path=str(features[config.task].resolve()))
     return config.replace(**{k: v for k, v in changes.items() if v is not None})
+
+
+def feature_caches(paths: Sequence[str | Path]) -> dict[str, Path]:
+    """Task -> feature cache for the caches ``paths`` (each file says its task)."""
+    from ssot.data.features import read_feature_cache
+
+    return {read_feature_cache(p)["task"]: Path(p) for p in paths}
 
 
 # ------------------------------------------------------------------------------------ run records
@@ -196,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, help="results folder: runs/, results.csv, results.md")
     parser.add_argument("--epochs", type=int, help="override the configs' adaptation epochs (quick checks)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="override the configs' device")
+    parser.add_argument("--features", type=Path, nargs="+", metavar="PATH",
+                        help="run on feature caches (python -m ssot.features), one per task, instead of images")
     return parser
 
 
@@ -205,8 +223,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if len(set(args.seeds)) != len(args.seeds):
             raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, args.seeds))} instead.")
+        check_output(args.out, "--out", folder=True)
         check_new(list(result_paths(args.out)))
-        configs = [apply_overrides(c, epochs=args.epochs, device=args.device) for _, c in collect_configs(args.configs)]
+        caches = feature_caches(args.features) if args.features else None
+        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collect_configs(args.configs)]
         records = run_all(configs, args.seeds, args.out)
         table = results_table(records)
         csv_path, md_path = write_results(table, args.out)

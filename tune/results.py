@@ -150,7 +150,9 @@ def task_row(task: str, records: Sequence[Mapping[str, Any]], paper: pd.DataFram
     if reported is not None:
         dataset = str(reported["dataset"])
     else:
-        dataset = "digits" if task == "digits" else ""
+        from ssot.data import dataset_of
+
+        dataset = dataset_of(task)
     return {
         "task": task,
         "dataset": dataset,

@@ -4,6 +4,7 @@
     python tune/search.py --task digits --num-samples 20       # embedded default task, CPU
     python tune/search.py --task office31 --num-samples 50     # every task of a dataset
     python tune/search.py --task P2I --search grid             # the paper's 5x5 lambda grid
+    python tune/search.py --task A2W --features a2w.pt         # screen on a feature cache
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
 
@@ -24,13 +25,21 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
 from ssot.validators import SEARCH_METRICS  # noqa: E402
-from tune.experiment import SearchOptions, run_search, summary_lines  # noqa: E402
+from tune.experiment import SearchOptions, run_search  # noqa: E402
+from tune.outputs import (  # noqa: E402
+    EXIT_ERRORED,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_USABLE,
+    EXIT_OK,
+    exit_status,
+    summary_lines,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python tune/search.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", required=True, help="a task (digits, A2W, P2I, Ar2Cl, S2R...) or a dataset (office31, imageclef, officehome, visda2017)")
+    p.add_argument("--task", required=True, help="a task (digits, P2H, H2P, A2W, P2I, Ar2Cl, S2R...) or a dataset (embedded, office31, imageclef, officehome, visda2017)")
     p.add_argument("--num-samples", type=int, help="trials per task (default 20); with --search grid: repeats of the grid (default 1)")
     p.add_argument("--search", choices=["tpe", "grid", "random"], default="tpe")
     g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
@@ -44,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int, help="adaptation epochs per trial (ASHA's max_t); default: the task's")
     t.add_argument("--seed", type=int, default=0, help="seed of the sampler and of every trial")
     t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
+    t.add_argument("--features", metavar="PATH", help="screen on a feature cache (python -m ssot.features) instead of images")
     t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
     t.add_argument("--metric", default="target_acc", choices=SEARCH_METRICS,
@@ -63,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--storage-path", default="ray_results", help="local folder or any URI Ray accepts")
     r.add_argument("--name", help="experiment name (default ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
+    r.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep the last checkpoint of every trial (default: removed when the trial ends)")
     r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
     return p
 
@@ -86,6 +98,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
         base["epochs"] = args.epochs
     if args.data_root:
         base["data_root"] = args.data_root
+    if args.features:
+        base.update(backbone="features", features_path=args.features)
     base.setdefault("seed", args.seed)
     num_samples = args.num_samples if args.num_samples is not None else (1 if args.search == "grid" else 20)
     if args.smoke_test:
@@ -110,29 +124,45 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
-                         metric=args.metric)
+                         keep_checkpoints=args.keep_checkpoints, metric=args.metric)
+
+
+_STATES = {
+    EXIT_OK: "finished",
+    EXIT_ERRORED: "some trials errored: fix the cause (each trial's error.txt) and rerun with --resume",
+    EXIT_NOTHING_USABLE: "no trial reached a result (all errored or diverged)",
+    EXIT_INTERRUPTED: "interrupted: rerun with --resume to continue",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ssot.data.benchmarks import DATASETS, tasks_of
+    """Run the searches; the exit status is the worst of theirs (see :func:`tune.outputs.exit_status`)."""
+    from ssot.data import tasks_of_dataset
 
     args = build_parser().parse_args(argv)
     tasks, name = [args.task], args.name
-    if args.task in DATASETS:
-        tasks, name = tasks_of(args.task), args.name or f"ssot-{args.task}"
+    if tasks_of_dataset(args.task) is not None:
+        tasks, name = tasks_of_dataset(args.task), args.name or f"ssot-{args.task}"
+    worst = EXIT_OK
     try:
         for task in tasks:
             kind = "oracle: ranks trials with target labels" if args.metric == "target_acc" else "label-free validator"
             print(f"{task}: selecting on {args.metric} ({kind})", flush=True)
             outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
-            info = {"task": outcome.path.rsplit("/", 1)[-1]}
-            print("\n".join(summary_lines(outcome.trials, info)))
-            state = "finished" if outcome.finished else "interrupted: rerun with --resume to continue"
-            print(f"  {state}; table {outcome.path}/trials.csv" + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+            print("\n".join(summary_lines(outcome.trials, outcome.info or {"task": task})))
+            code = exit_status(outcome)
+            print(f"  {_STATES[code]}; table {outcome.path}/trials.csv"
+                  + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+            worst = max(worst, code)
+            if code == EXIT_INTERRUPTED:
+                break
     except SSOTError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
-    return 0
+    except KeyboardInterrupt:
+        print("interrupted: rerun with --resume to continue", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return worst
 
 
 if __name__ == "__main__":

@@ -3,8 +3,6 @@
 The trial's ``params`` are a full :class:`ssot.config.SSOTConfig` as a dict (the searched fields
 sampled, the rest constant) plus private keys starting with ``_``:
 
-``_threads``
-    torch CPU threads of the trial (its CPU share, so concurrent trials do not oversubscribe).
 ``_pretrain_cache``
     a folder where the source-only model is stored once per pretraining config and seed: every
     trial of a search starts adaptation from the same pretrained network instead of repeating
@@ -28,13 +26,14 @@ import torch
 from ray import tune
 
 from ssot.config import CONFIG_FIELDS, SSOTConfig
+from ssot.data import TaskData, build_task
 from ssot.errors import DivergedError
 from ssot.trainer import Trainer
 from ssot.validators import EPOCH_VALIDATORS, worst_value
+from tune.schema import REPORTED_METRICS
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
-REPORTED = ("epoch", "target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
-            "outlier_mass", "n_pred_classes", "time_s", *[v for v in EPOCH_VALIDATORS if v != "source_acc"])
+REPORTED = ("epoch", *REPORTED_METRICS)
 STATE_FILE = "trainer.pt"
 
 
@@ -46,14 +45,17 @@ def config_of(params: dict[str, Any]) -> SSOTConfig:
 def ssot_trainable(params: dict[str, Any]) -> None:
     """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
     config = config_of(params)
-    torch.set_num_threads(max(1, int(params.get("_threads", 1))))
-    trainer = Trainer(config)
+    trainer = Trainer(config, _task_of(config))
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
             trainer.load_state_dict(torch.load(Path(folder) / STATE_FILE, map_location=trainer.device, weights_only=False))
     else:
-        _pretrain(trainer, params.get("_pretrain_cache"))
+        try:
+            _pretrain(trainer, params.get("_pretrain_cache"))
+        except DivergedError as exc:  # diverged in source pretraining: no accuracy at all
+            tune.report({"epoch": 0, **{v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}, "diverged": 1, "reason": exc.reason})
+            return
     base = {"source_only_target_acc": _number(trainer.record["source_only_target_acc"]),
             "source_outlier_share": trainer.record["source_outlier_share"]}
     while trainer.epoch < config.epochs:
@@ -75,6 +77,22 @@ def ssot_trainable(params: dict[str, Any]) -> None:
 def _number(value: Any) -> float:
     """A reported scalar; ``None`` (no target labels) becomes NaN."""
     return float("nan") if value is None else float(value)
+
+
+#: The task data of the last trial this worker process ran, by :data:`TASK_FIELDS`: Ray reuses
+#: actors between trials (``reuse_actors=True``), so a trial of the same task skips rebuilding it.
+_TASK_CACHE: dict[str, TaskData] = {}
+TASK_FIELDS = ("task", "data_root", "features_path", "image_size", "resize_size", "source_dir", "target_dir")
+
+
+def _task_of(config: SSOTConfig) -> TaskData:
+    """The task data of ``config``, built once per worker process (datasets are read-only, and
+    building them draws no random number, so a trial's results do not change)."""
+    key = json.dumps({k: getattr(config, k) for k in TASK_FIELDS}, default=str)
+    if key not in _TASK_CACHE:
+        _TASK_CACHE.clear()
+        _TASK_CACHE[key] = build_task(config)
+    return _TASK_CACHE[key]
 
 
 def trial_dirname(trial: Any) -> str:

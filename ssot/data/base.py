@@ -1,6 +1,7 @@
 """The container every task builder returns, whatever the data source."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from torch.utils.data import Dataset
@@ -47,3 +48,10 @@ class TaskData:
         """Source classes absent from the target (the ones PDA must filter out)."""
         shared = set(self.target_classes)
         return [k for k in range(self.num_classes) if k not in shared]
+
+
+def usable_workers(requested: int) -> int:
+    """DataLoader workers: ``requested``, but never more than the CPUs this process may run on
+    (its affinity mask: a Ray trial's or a container's share, not the whole machine)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(0, min(requested, cpus))

@@ -1,8 +1,9 @@
 """Loaders for the paper's four image benchmarks (26 partial domain-adaptation tasks).
 
-None of these datasets can be downloaded by this code: put each one under a *data root* (the
-``data_root`` argument, a ``--data-root DIR`` flag, or the ``SSOT_DATA_ROOT`` environment
-variable) in its standard released folder layout::
+Nothing is downloaded at training time: put each dataset under a *data root* (the ``data_root``
+argument, a ``--data-root DIR`` flag, or the ``SSOT_DATA_ROOT`` environment variable), by hand or
+with ``python -m ssot.data fetch NAME --data-root DIR`` (:mod:`ssot.data.fetch`), in this layout
+or as its official archive unpacks (both are accepted, see :mod:`ssot.data.layouts`)::
 
     <root>/office31/{amazon,dslr,webcam}/images/<class>/*.jpg
     <root>/officehome/{Art,Clipart,Product,Real_World}/<class>/*.jpg
@@ -39,15 +40,15 @@ from torch.utils.data import Dataset
 from torchvision import transforms as T
 
 from ssot.data.base import TaskData
+from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
+    IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders)
 from ssot.errors import ConfigError, DataError
 
-IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 DATA_ROOT_ENV = "SSOT_DATA_ROOT"
 EMBEDDED_TASK = "digits"
 
-Sample = tuple[Path, int]
 
 
 @dataclass(frozen=True)
@@ -209,113 +210,6 @@ def resolve_data_root(data_root: str | Path | None) -> Path:
                         f"(from --data-root or {DATA_ROOT_ENV}); point it at the folder that "
                         "holds office31/, imageclef/, officehome/ or visda2017/")
     return root
-
-
-def _missing(spec: DatasetSpec, path: Path, root: Path, folder: str) -> DataError:
-    """The one-line error for a missing dataset/domain folder or list file."""
-    return DataError(f"{spec.title} not found: expected {path} (layout "
-                     f"{root}/{spec.describe_layout(folder)}); {spec.title} is published at "
-                     f"{spec.url}")
-
-
-def _find_list_file(dataset_dir: Path, folder: str) -> Path | None:
-    for name in (f"{folder}.txt", f"{folder}List.txt"):
-        candidate = dataset_dir / "list" / name
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _resolve_listed_path(raw: str, base_dir: Path, list_dir: Path) -> Path | None:
-    rel = Path(raw.replace("\\", "/"))
-    last_two = Path(*rel.parts[-2:]) if len(rel.parts) >= 2 else rel
-    for candidate in (base_dir / rel, list_dir / rel, base_dir / last_two):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_image_list(list_file: str | Path, base_dir: str | Path,
-                    num_classes: int) -> list[Sample]:
-    """Parse an image-list file of ``relative/path.jpg <label>`` lines.
-
-    Parameters
-    ----------
-    list_file : the list file.
-    base_dir : folder the listed paths are relative to (see the module docstring for the
-        fallbacks).
-    num_classes : K; every label must lie in ``0 .. K-1``.
-
-    Returns
-    -------
-    list of (path, label), in file order.
-    """
-    list_file, base_dir = Path(list_file), Path(base_dir)
-    samples: list[Sample] = []
-    for lineno, line in enumerate(list_file.read_text().splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.rsplit(maxsplit=1)
-        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-            raise DataError(f"{list_file}, line {lineno}: expected 'relative/path.jpg <label>', "
-                            f"got {line!r}")
-        raw, label = parts[0], int(parts[1])
-        if not 0 <= label < num_classes:
-            raise DataError(f"{list_file}, line {lineno}: label {label} is outside 0..."
-                            f"{num_classes - 1}")
-        path = _resolve_listed_path(raw, base_dir, list_file.parent)
-        if path is None:
-            raise DataError(f"{list_file}, line {lineno}: image {raw} not found (tried relative "
-                            f"to {base_dir}, to {list_file.parent}, and by its last two "
-                            "components)")
-        samples.append((path, label))
-    return samples
-
-
-def scan_class_folders(domain_dir: Path, spec: DatasetSpec) -> list[Sample]:
-    """All images of ``domain_dir/<class>/``, sorted by path; labels from ``spec.classes``."""
-    samples: list[Sample] = []
-    for class_dir in sorted(p for p in domain_dir.iterdir() if p.is_dir()):
-        if class_dir.name.startswith("."):
-            continue
-        if class_dir.name not in spec.classes:
-            raise DataError(f"unknown class folder {class_dir}: class folder names must be one "
-                            f"of the {spec.num_classes} {spec.title} classes listed in "
-                            f"ssot.data.benchmarks.DATASETS[{spec.name!r}].classes "
-                            f"(e.g. {', '.join(spec.classes[:3])}, ...)")
-        label = spec.classes.index(class_dir.name)
-        samples += [(p, label) for p in sorted(class_dir.iterdir())
-                    if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS]
-    return samples
-
-
-def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Sample]:
-    """Every sample of one domain (all classes), from its list file or its class folders.
-
-    Raises
-    ------
-    DataError : the dataset folder, domain folder or required list file is missing, or the
-        domain holds no image.
-    """
-    dataset_dir = root / spec.name
-    if not dataset_dir.is_dir():
-        raise _missing(spec, dataset_dir, root, folder)
-    list_file = _find_list_file(dataset_dir, folder)
-    if list_file is not None:
-        samples = load_image_list(list_file, dataset_dir, spec.num_classes)
-        origin = list_file
-    elif spec.list_required:
-        raise _missing(spec, dataset_dir / "list" / f"{folder}List.txt", root, folder)
-    else:
-        domain_dir = dataset_dir / folder / spec.image_subdir
-        if not domain_dir.is_dir():
-            raise _missing(spec, domain_dir, root, folder)
-        samples, origin = scan_class_folders(domain_dir, spec), domain_dir
-    if not samples:
-        raise DataError(f"no images in {origin}; expected layout "
-                        f"{root}/{spec.describe_layout(folder)}")
-    return samples
 
 
 def _check_all_classes(samples: list[Sample], spec: DatasetSpec, where: Path) -> None:

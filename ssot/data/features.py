@@ -1,51 +1,117 @@
-"""Precomputed backbone features as a task (the ``features`` backbone).
+"""Precomputed backbone features as a task (the ``features`` backbone): the cache format.
 
 A feature cache is a ``.pt`` file written with ``torch.save`` holding a dict::
 
     {"task": str, "class_names": list[str], "target_classes": list[int],
      "source": {"features": FloatTensor (n_s, d), "labels": LongTensor (n_s,)},
-     "target": {"features": FloatTensor (n_t, d), "labels": LongTensor (n_t,)}}
+     "target": {"features": FloatTensor (n_t, d), "labels": LongTensor (n_t,)},
+     # format 2 (written by ``python -m ssot.features``); absent from format-1 caches:
+     "format": 2, "backbone": str, "weights_sha256": str, "transform": dict,
+     "source_views": FloatTensor (V, n_s, d), "target_views": FloatTensor (V, n_t, d)}
 
-Training on it skips the backbone entirely (only bottleneck, classifier and potential train),
-which is what makes large hyperparameter searches cheap. :func:`save_feature_cache` writes one.
+``source``/``target`` hold the features of the *evaluation* transform. ``*_views`` hold ``V``
+augmented views (training transform) of every image, ``V = 0`` allowed. Training draws, for each
+sample and each access, one of its ``V`` views at random (the eval features when ``V = 0``);
+evaluation uses the eval features. Format-1 caches (no ``format`` key) still load, with ``V = 0``.
+
+Training on a cache skips the backbone entirely (only bottleneck, classifier and potential train),
+which is what makes large hyperparameter searches cheap. :func:`save_feature_cache` writes one,
+atomically (a temporary file renamed into place).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import torch
-from torch.utils.data import TensorDataset
+from torch.utils.data import Dataset, TensorDataset
 
 from ssot.data.base import TaskData
 from ssot.errors import DataError
 
+FORMAT = 2
 _KEYS = ("task", "class_names", "target_classes", "source", "target")
 
 
 def save_feature_cache(path: str | Path, task: str, class_names: list[str], target_classes: list[int],
-                       source: tuple[torch.Tensor, torch.Tensor], target: tuple[torch.Tensor, torch.Tensor]) -> None:
-    """Write a feature cache (``source``/``target`` are ``(features, labels)`` pairs)."""
-    torch.save({
-        "task": task, "class_names": list(class_names), "target_classes": list(target_classes),
+                       source: tuple[torch.Tensor, torch.Tensor], target: tuple[torch.Tensor, torch.Tensor], *,
+                       source_views: torch.Tensor | None = None, target_views: torch.Tensor | None = None,
+                       meta: dict[str, Any] | None = None) -> None:
+    """Write a feature cache atomically (``source``/``target`` are ``(features, labels)`` pairs).
+
+    ``source_views``/``target_views`` are ``(V, n, d)`` augmented views; ``meta`` adds the
+    provenance keys (``backbone``, ``weights_sha256``, ``transform``).
+    """
+    d = source[0].shape[1]
+    blob: dict[str, Any] = {
+        "format": FORMAT, "task": task, "class_names": list(class_names), "target_classes": list(target_classes),
         "source": {"features": source[0].float(), "labels": source[1].long()},
         "target": {"features": target[0].float(), "labels": target[1].long()},
-    }, path)
+        "source_views": (source_views if source_views is not None else torch.empty(0, len(source[1]), d)).float(),
+        "target_views": (target_views if target_views is not None else torch.empty(0, len(target[1]), d)).float(),
+        **(meta or {}),
+    }
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(blob, tmp)
+    os.replace(tmp, path)
 
 
-def load_feature_task(path: str | Path, task: str) -> TaskData:
-    """Load a feature cache as a :class:`TaskData` (train and eval views are the same tensors)."""
+def read_feature_cache(path: str | Path) -> dict[str, Any]:
+    """The cache's dict, checked for the required keys (one-line :class:`DataError` otherwise)."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"Feature cache {path} does not exist. Pass --features-path to a file written by save_feature_cache.")
+        raise DataError(f"Feature cache {path} does not exist. Build one with `python -m ssot.features --task TASK --out {path}`.")
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
         raise DataError(f"Feature cache {path} cannot be read ({type(exc).__name__}: {exc}). Regenerate it.") from None
     if not isinstance(blob, dict) or any(k not in blob for k in _KEYS):
-        raise DataError(f"Feature cache {path} lacks keys {', '.join(k for k in _KEYS if k not in blob)}. Regenerate it.")
+        missing = _KEYS if not isinstance(blob, dict) else [k for k in _KEYS if k not in blob]
+        raise DataError(f"Feature cache {path} lacks keys {', '.join(missing)}. Regenerate it.")
+    return blob
+
+
+def check_cache(blob: dict[str, Any], path: str | Path, task: str, backbone: str | None = None) -> None:
+    """Refuse a cache built for another task, or (when ``backbone`` is given) another backbone."""
     if blob["task"] != task:
         raise DataError(f"Feature cache {path} holds task '{blob['task']}', not '{task}'. Pass the cache of task '{task}'.")
-    source = TensorDataset(blob["source"]["features"], blob["source"]["labels"])
-    target = TensorDataset(blob["target"]["features"], blob["target"]["labels"])
-    return TaskData(task, source, source, target, target, list(blob["class_names"]),
-                    sorted(blob["target_classes"]), (blob["source"]["features"].shape[1],))
+    if backbone is not None and blob.get("backbone") not in (None, backbone):
+        raise DataError(f"Feature cache {path} was built with backbone '{blob['backbone']}', not '{backbone}'. "
+                        f"Rebuild it with --backbone {backbone}.")
+
+
+class FeatureViews(Dataset):
+    """Training view of a cache: item ``i`` is one of sample ``i``'s ``V`` augmented feature
+    vectors, drawn with torch's global RNG (so a seeded run is reproducible), and its label."""
+
+    def __init__(self, views: torch.Tensor, labels: torch.Tensor):
+        self.views, self.labels = views, labels
+        self.tensors = (views[0], labels)  # lets trainer.dataset_labels read the labels directly
+
+    def __len__(self) -> int:
+        return self.labels.shape[0]
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        v = int(torch.randint(self.views.shape[0], ()))
+        return self.views[v, index], self.labels[index]
+
+
+def _train_set(blob: dict[str, Any], side: str) -> Dataset:
+    views = blob.get(f"{side}_views")
+    labels = blob[side]["labels"]
+    if views is None or views.shape[0] == 0:
+        return TensorDataset(blob[side]["features"], labels)
+    return FeatureViews(views, labels)
+
+
+def load_feature_task(path: str | Path, task: str, backbone: str | None = None) -> TaskData:
+    """Load a feature cache as a :class:`TaskData` (eval features for evaluation; augmented
+    views, when the cache has them, for training)."""
+    blob = read_feature_cache(path)
+    check_cache(blob, path, task, backbone)
+    source_eval = TensorDataset(blob["source"]["features"], blob["source"]["labels"])
+    target_eval = TensorDataset(blob["target"]["features"], blob["target"]["labels"])
+    return TaskData(task, _train_set(blob, "source"), source_eval, _train_set(blob, "target"), target_eval,
+                    list(blob["class_names"]), sorted(blob["target_classes"]), (blob["source"]["features"].shape[1],))

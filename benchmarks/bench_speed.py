@@ -1,6 +1,6 @@
 """Side-by-side timings behind two design decisions (run by hand, not by pytest).
 
-    python tests/bench_speed.py
+    python benchmarks/bench_speed.py
 
 1. ``pt_refresh``: re-estimating p_t every iteration (the paper's Algorithm 1, ``pt_refresh=1``)
    against once per epoch (our default, ``pt_refresh=0``): time of one adaptation epoch.
@@ -11,12 +11,17 @@ Both on the embedded digits task, on this machine's CPU; each timing is the best
 """
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from ssot import SSOTConfig, Trainer
-from ssot.data.digits import build_digits_task
+if __package__ in (None, ""):  # run as a script: import the project beside this folder
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ssot import SSOTConfig, Trainer  # noqa: E402
+from ssot.data.digits import build_digits_task  # noqa: E402
 
 REPEATS = 3
 

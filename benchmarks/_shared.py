@@ -1,0 +1,38 @@
+"""Helpers shared by the benchmark scripts (generated JPEG folders, timing)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+def rate(fn: Callable[[], Any], *, iters: int, warmup: int, device: str) -> float:
+    """Calls of ``fn`` per second over ``iters`` calls after ``warmup`` calls."""
+    import torch
+
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    sync()
+    return iters / (time.perf_counter() - start)
+
+
+def write_jpegs(root: Path, per_class: int, size: int = 300) -> Path:
+    """An Office-31 layout (amazon, webcam) of random-noise JPEGs under ``root``."""
+    import numpy as np
+    from PIL import Image
+
+    from ssot.data.benchmarks import DATASETS
+
+    rng = np.random.default_rng(0)
+    for domain in ("amazon", "webcam"):
+        for name in DATASETS["office31"].classes:
+            folder = root / "office31" / domain / "images" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(per_class):
+                Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(folder / f"{i}.jpg", quality=90)
+    return root

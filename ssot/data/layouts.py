@@ -1,0 +1,201 @@
+"""Where a benchmark's images lie under the data root: our layout and the released archives'.
+
+Two layouts are accepted for every dataset. **Ours** (``<root>/<dataset>/<domain folder>/...``,
+see :mod:`ssot.data.benchmarks`) and the **released** one: the official archive unpacked as it
+is, either inside ``<root>/<dataset>/`` (where ``python -m ssot.data fetch`` puts it) or directly
+in ``<root>/``::
+
+    office31/domain_adaptation_images/{amazon,dslr,webcam}/images/<class>/*.jpg
+    officehome/OfficeHomeDataset_10072016/{Art,Clipart,Product,Real World}/<class>/*.jpg
+    imageclef/image_CLEF/{b,c,i,p}/*.jpg  with  image_CLEF/list/{b,c,i,p}List.txt
+    visda2017/{train,validation}/<class>/*  with  {train,validation}/image_list.txt
+
+Sources for the released layouts: Office-31, the archive ``domain_adaptation_images.tar.gz`` of
+Saenko et al. (ECCV 2010), https://faculty.cc.gatech.edu/~judy/domainadapt/ (per-domain
+``<domain>/images/<class>/`` folders, as also listed by jihanyang/AFN ``data/README.md``);
+Office-Home, ``OfficeHomeDataset_10072016.zip`` of Venkateswara et al. (CVPR 2017),
+https://www.hemanthdv.org/officeHomeDataset.html (domains "Art", "Clipart", "Product",
+"Real World"; Transfer-Learning-Library renames the last to ``Real_World``); ImageCLEF-DA,
+``image_CLEF.zip`` of Long et al. (JAN, ICML 2017) with ``b c i p`` folders and
+``list/{b,c,i,p}List.txt`` (AFN ``data/README.md`` shows the same files; their labels index the
+alphabetical class order, as Transfer-Learning-Library's ``ImageCLEF.CLASSES`` lists it); VisDA-2017,
+``train.tar`` and ``validation.tar`` of Peng et al. (arXiv:1710.06924),
+VisionLearningGroup/taskcv-2017-public ``classification_track/README.md``: "a single .txt file
+in the root of each dataset that lists all images and corresponding labels" (``image_list.txt``).
+
+Image-list files are used instead of a folder scan when one exists (searched in this order):
+``<base>/list/<domain>.txt``, ``<base>/list/<domain>List.txt``, where ``<base>`` is the dataset
+folder of either layout. VisDA-2017's ``<split>/image_list.txt`` is *not* used for loading (the
+class folders name the labels unambiguously); ``python -m ssot.data check`` compares its length
+with the images found.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ssot.errors import DataError
+
+if TYPE_CHECKING:  # imports point one way at run time: benchmarks -> layouts
+    from ssot.data.benchmarks import DatasetSpec
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
+
+#: The top-level folder of each dataset's official archive ("" = no wrapper folder).
+RELEASED_TOP: dict[str, str] = {
+    "office31": "domain_adaptation_images",
+    "officehome": "OfficeHomeDataset_10072016",
+    "imageclef": "image_CLEF",
+    "visda2017": "",
+}
+#: Domain folder names of the official archives that differ from ours.
+RELEASED_FOLDER: dict[tuple[str, str], str] = {("officehome", "Real_World"): "Real World"}
+
+Sample = tuple[Path, int]
+
+
+@dataclass(frozen=True)
+class DomainLocation:
+    """Where one domain was found: a list file, or a folder of class folders (one is set)."""
+
+    base: Path
+    list_file: Path | None
+    class_root: Path | None
+
+
+def dataset_bases(root: Path, spec: DatasetSpec) -> list[Path]:
+    """Candidate dataset folders, in order: ours, the archive inside it, the archive in root."""
+    top = RELEASED_TOP.get(spec.name, "")
+    candidates = [root / spec.name]
+    if top:
+        candidates += [root / spec.name / top, root / top]
+    return [c for c in candidates if c.is_dir()]
+
+
+def folder_names(spec: DatasetSpec, folder: str) -> list[str]:
+    """Our name of a domain folder, then its released name if different."""
+    released = RELEASED_FOLDER.get((spec.name, folder))
+    return [folder] if released is None else [folder, released]
+
+
+def find_list_file(base: Path, folder: str) -> Path | None:
+    """The image-list file of one domain under ``base``, if any (see the module docstring)."""
+    for candidate in (base / "list" / f"{folder}.txt", base / "list" / f"{folder}List.txt"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def locate_domain(root: Path, spec: DatasetSpec, folder: str) -> DomainLocation | None:
+    """Where domain ``folder`` of ``spec`` is, in either layout; ``None`` if nowhere."""
+    for base in dataset_bases(root, spec):
+        for name in folder_names(spec, folder):
+            list_file = find_list_file(base, name)
+            if list_file is not None:
+                return DomainLocation(base, list_file, None)
+            class_root = base / name / spec.image_subdir
+            if not spec.list_required and class_root.is_dir():
+                return DomainLocation(base, None, class_root)
+    return None
+
+
+def missing_error(spec: DatasetSpec, path: Path, root: Path, folder: str) -> DataError:
+    """The one-line error for a missing dataset/domain folder or list file."""
+    top = RELEASED_TOP.get(spec.name, "")
+    released = f"{spec.name}/{top}/..." if top else "the same folders"
+    return DataError(f"{spec.title} not found: expected {path} (layout "
+                     f"{root}/{spec.describe_layout(folder)}, or the official archive unpacked as "
+                     f"{root}/{released}); {spec.title} is published at {spec.url}; bring it in "
+                     f"with: python -m ssot.data fetch {spec.name} --data-root {root}")
+
+
+def _resolve_listed_path(raw: str, base_dir: Path, list_dir: Path) -> Path | None:
+    rel = Path(raw.replace("\\", "/"))
+    last_two = Path(*rel.parts[-2:]) if len(rel.parts) >= 2 else rel
+    for candidate in (base_dir / rel, list_dir / rel, base_dir / last_two):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_image_list(list_file: str | Path, base_dir: str | Path,
+                    num_classes: int) -> list[Sample]:
+    """Parse an image-list file of ``relative/path.jpg <label>`` lines.
+
+    Parameters
+    ----------
+    list_file : the list file.
+    base_dir : folder the listed paths are relative to; a path is tried relative to
+        ``base_dir``, then to the list file's folder, then by its last two components relative to
+        ``base_dir`` (released lists often carry foreign prefixes).
+    num_classes : K; every label must lie in ``0 .. K-1``.
+
+    Returns
+    -------
+    list of (path, label), in file order.
+    """
+    list_file, base_dir = Path(list_file), Path(base_dir)
+    samples: list[Sample] = []
+    for lineno, line in enumerate(list_file.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.rsplit(maxsplit=1)
+        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+            raise DataError(f"{list_file}, line {lineno}: expected 'relative/path.jpg <label>', "
+                            f"got {line!r}")
+        raw, label = parts[0], int(parts[1])
+        if not 0 <= label < num_classes:
+            raise DataError(f"{list_file}, line {lineno}: label {label} is outside 0..."
+                            f"{num_classes - 1}")
+        path = _resolve_listed_path(raw, base_dir, list_file.parent)
+        if path is None:
+            raise DataError(f"{list_file}, line {lineno}: image {raw} not found (tried relative "
+                            f"to {base_dir}, to {list_file.parent}, and by its last two "
+                            "components)")
+        samples.append((path, label))
+    return samples
+
+
+def scan_class_folders(domain_dir: Path, spec: DatasetSpec) -> list[Sample]:
+    """All images of ``domain_dir/<class>/``, sorted by path; labels from ``spec.classes``."""
+    samples: list[Sample] = []
+    for class_dir in sorted(p for p in domain_dir.iterdir() if p.is_dir()):
+        if class_dir.name.startswith("."):
+            continue
+        if class_dir.name not in spec.classes:
+            raise DataError(f"unknown class folder {class_dir}: class folder names must be one "
+                            f"of the {spec.num_classes} {spec.title} classes listed in "
+                            f"ssot.data.benchmarks.DATASETS[{spec.name!r}].classes "
+                            f"(e.g. {', '.join(spec.classes[:3])}, ...)")
+        label = spec.classes.index(class_dir.name)
+        samples += [(p, label) for p in sorted(class_dir.iterdir())
+                    if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS]
+    return samples
+
+
+def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Sample]:
+    """Every sample of one domain (all classes), from its list file or its class folders.
+
+    Raises
+    ------
+    DataError : the dataset folder, domain folder or required list file is missing, or the
+        domain holds no image.
+    """
+    if not dataset_bases(root, spec):
+        raise missing_error(spec, root / spec.name, root, folder)
+    where = locate_domain(root, spec, folder)
+    if where is None:
+        expected = (root / spec.name / "list" / f"{folder}List.txt" if spec.list_required
+                    else root / spec.name / folder / spec.image_subdir)
+        raise missing_error(spec, expected, root, folder)
+    if where.list_file is not None:
+        samples = load_image_list(where.list_file, where.base, spec.num_classes)
+        origin = where.list_file
+    else:
+        samples, origin = scan_class_folders(where.class_root, spec), where.class_root
+    if not samples:
+        raise DataError(f"no images in {origin}; expected layout "
+                        f"{root}/{spec.describe_layout(folder)}")
+    return samples

@@ -1,0 +1,135 @@
+"""Command line: build a feature cache of a task with a frozen backbone.
+
+    python -m ssot.features --task A2W --data-root DIR --out a2w.pt
+    python -m ssot.features --task A2W --data-root DIR --views 4 --out a2w.pt    # + 4 augmented views
+    python -m ssot.features --task digits --out digits.pt
+
+Takes the model and transform flags of ``python -m ssot.train`` (``--no-pretrained``,
+``--image-size 64``, ``--pretrained-path``, ``--device``, ``--precision``...). Every image of the
+source and the target goes once through the frozen backbone with the evaluation transform, and
+``--views`` more times with the training transform (random crops and flips), batched under
+``torch.no_grad()`` (bf16 autocast on a GPU). The file (format in :mod:`ssot.data.features`)
+records the task, the backbone, a checksum of its weights and the transform; it is written
+atomically and never overwrites a file. Train or search on it with ``--features PATH``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from ssot.config import SSOTConfig
+from ssot.data.base import usable_workers
+from ssot.errors import ConfigError, SSOTError, one_line
+from ssot.train import add_config_flags, config_from_args
+
+
+def weights_checksum(module: torch.nn.Module) -> str:
+    """SHA-256 of a module's state dict (names, shapes and values, in order): the same weights
+    give the same checksum whether they came from a file or from a seeded initialisation."""
+    h = hashlib.sha256()
+    for name, tensor in module.state_dict().items():
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def _encode(backbone: torch.nn.Module, ds: Dataset, config: SSOTConfig, device: torch.device, bar: Any) -> torch.Tensor:
+    loader = DataLoader(ds, batch_size=config.eval_batch_size, shuffle=False, num_workers=usable_workers(config.num_workers),
+                        pin_memory=device.type == "cuda")
+    bf16 = device.type == "cuda" or config.precision == "bf16"
+    out = []
+    for x, _ in loader:
+        ctx = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        with ctx:
+            out.append(backbone(x.to(device, non_blocking=True)).float().cpu())
+        bar.update(x.shape[0])
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, progress: bool = True) -> dict[str, Any]:
+    """Encode ``config``'s task with its frozen backbone and write the cache to ``out``.
+
+    Parameters
+    ----------
+    config : the task, backbone (``resnet50`` or ``digits_cnn``), transform sizes, device.
+    out : the cache file; must not exist.
+    views : augmented (training-transform) views per image, besides the evaluation view.
+    progress : show a tqdm bar over every image encoded.
+
+    Returns
+    -------
+    The provenance recorded in the file (``backbone``, ``weights_sha256``, ``transform``).
+    """
+    from ssot.data import build_task
+    from ssot.data.features import save_feature_cache
+    from ssot.models import build_backbone
+    from ssot.trainer import _seed_everything, dataset_labels, resolve_device
+
+    out = Path(out)
+    if out.exists():
+        raise SSOTError(f"--out {out} already exists; choose another path or move the old cache away (caches are never overwritten).")
+    if config.backbone == "features":
+        raise ConfigError("The 'backbone' parameter must be an image backbone ('resnet50' or 'digits_cnn') to build a cache. Got 'features' instead.")
+    if not isinstance(views, int) or views < 0:
+        raise ConfigError(f"The 'views' parameter must be an int in [0, inf). Got {views!r} instead.")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _seed_everything(config.seed)
+    device = resolve_device(config.device)
+    task = build_task(config)
+    backbone, _ = build_backbone(config)
+    backbone = backbone.to(device).eval()
+    meta = {"backbone": config.backbone, "weights_sha256": weights_checksum(backbone),
+            "transform": {"image_size": config.image_size, "resize_size": config.resize_size, "views": views,
+                          "eval": repr(getattr(task.source_eval, "transform", None)),
+                          "train": repr(getattr(task.source, "transform", None))},
+            "pretrained": config.pretrained, "pretrained_path": config.pretrained_path, "seed": config.seed}
+    from tqdm.auto import tqdm
+
+    total = (1 + views) * (len(task.source_eval) + len(task.target_eval))
+    with tqdm(total=total, desc=f"features {task.name}", unit="img", disable=not progress, dynamic_ncols=True) as bar:
+        enc = {side: _encode(backbone, ds, config, device, bar) for side, ds in (("source", task.source_eval), ("target", task.target_eval))}
+        aug = {side: torch.stack([_encode(backbone, ds, config, device, bar) for _ in range(views)]) if views else None
+               for side, ds in (("source", task.source), ("target", task.target))}
+    save_feature_cache(out, task.name, task.class_names, task.target_classes,
+                       (enc["source"], dataset_labels(task.source_eval)), (enc["target"], dataset_labels(task.target_eval)),
+                       source_views=aug["source"], target_views=aug["target"], meta=meta)
+    return meta
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ssot.features", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="the cache file (.pt); refuses to overwrite")
+    parser.add_argument("--views", type=int, default=0, help="augmented views per image (training transform), besides the eval view")
+    parser.add_argument("--config", type=Path, help="JSON config (its model and transform fields are used)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return add_config_flags(parser)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+        meta = build_feature_cache(config, args.out, views=args.views, progress=not args.quiet)
+    except SSOTError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; no cache written", file=sys.stderr)
+        return 130
+    print(f"wrote {args.out} (task {config.task}, backbone {meta['backbone']}, weights {meta['weights_sha256'][:12]}, "
+          f"{args.views} augmented views); train on it with --features {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Ablations of SSOT over seeds: full / w/o m / w/o Mask / w/o Ent, in the paper's layout.
+
+    python tune/ablation.py --task digits --seeds 0 1 2 --out abl
+    python tune/ablation.py --config best/P2I.json --seeds 0 1 2 --out abl_P2I
+    python tune/ablation.py --task digits --seeds 0 --epochs 1 --out /tmp/abl   # quick check
+
+The full method's config is ``--config`` (a best or confirmed config, e.g. from
+``tune/export.py``) or the task's defaults; each ablation changes one field of it
+(:data:`VARIANTS`). Every (variant, seed) run is a Ray task (``--num-cpus`` CPUs, one per run);
+its run record is written to ``OUT/<variant>/runs/<task>_seed<s>.json`` (the layout of
+``tune/final.py``) as soon as it ends, and an existing record is reused instead of retrained, so
+rerunning an interrupted command continues it. The table is written to ``OUT/ablation.csv`` and
+``OUT/ablation.md`` (rows: variants; columns: tasks; target accuracy in %, mean +- std over seeds,
+the last epoch of each run); existing tables are never overwritten. User errors print one line
+and exit with status 2; the status is 1 when a run did not complete.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
+    sys.path.insert(0, str(_here.parent))
+
+from ssot.config import SSOTConfig  # noqa: E402
+from ssot.errors import SSOTError, one_line  # noqa: E402
+from tune.final import Log, _describe, _write_new_json, apply_overrides, read_run_record, run_record_path  # noqa: E402
+from tune.results import ResultsError, check_new, format_mean_std  # noqa: E402
+
+#: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "SSOT w/o m": ("no_m", {"use_class_weights": False}),
+    "SSOT w/o Mask": ("no_mask", {"use_mask": False}),
+    "SSOT w/o Ent": ("no_ent", {"lambda_ent": 0.0}),
+    "SSOT": ("full", {}),
+}
+
+
+def ablation_paths(out_dir: str | Path) -> tuple[Path, Path]:
+    """``OUT/ablation.csv`` and ``OUT/ablation.md``."""
+    return Path(out_dir) / "ablation.csv", Path(out_dir) / "ablation.md"
+
+
+Variants = dict[str, tuple[str, dict[str, Any]]]
+
+
+def variant_configs(full: SSOTConfig, variants: Variants = VARIANTS) -> dict[str, SSOTConfig]:
+    """``full`` with each variant's changes applied (validated), by variant name."""
+    return {name: full.replace(**changes) for name, (_, changes) in variants.items()}
+
+
+def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
+    """One run inside a Ray worker (imports torch there, not in the driver)."""
+    from ssot.trainer import run
+
+    return run(SSOTConfig.from_dict(config_dict))
+
+
+def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, variants: Variants = VARIANTS,
+                 num_cpus: int = 2, log: Log = print) -> dict[str, list[dict[str, Any]]]:
+    """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
+    (one CPU per run, ``num_cpus`` at a time); reuse the records already there.
+
+    Returns
+    -------
+    dict
+        variant name -> run records in the order of ``seeds``.
+    """
+    import ray
+
+    jobs: dict[tuple[str, int], tuple[SSOTConfig, Path]] = {}
+    records: dict[tuple[str, int], dict[str, Any]] = {}
+    for name, cfg in variant_configs(full, variants).items():
+        for seed in seeds:
+            c = cfg.replace(seed=seed)
+            path = run_record_path(Path(out_dir) / variants[name][0], c.task, seed)
+            if path.exists():
+                records[name, seed] = read_run_record(path, c)
+                log(f"{name}: {_describe(c.task, seed, records[name, seed])} [reused {path}]")
+            else:
+                jobs[name, seed] = (c, path)
+    if jobs:
+        started_here = not ray.is_initialized()
+        if started_here:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        try:
+            remote = ray.remote(num_cpus=1)(_train)
+            start = time.perf_counter()
+            pending = {remote.remote(c.to_dict()): key for key, (c, _) in jobs.items()}
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                key = pending.pop(done[0])
+                cfg, path = jobs[key]
+                records[key] = ray.get(done[0])
+                _write_new_json(path, records[key])
+                log(f"{key[0]}: {_describe(cfg.task, key[1], records[key])} [{time.perf_counter() - start:.0f} s, wrote {path}]")
+        finally:
+            if started_here:
+                ray.shutdown()
+    return {name: [records[name, s] for s in seeds] for name in variants}
+
+
+def _final_acc(record: dict[str, Any]) -> float | None:
+    if record["status"] != "completed":
+        return None
+    return record["epochs"][-1]["target_acc"] if record["epochs"] else record["source_only_target_acc"]
+
+
+def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any]]]]) -> pd.DataFrame:
+    """Long table: task, variant, mean, std (target accuracy in %), n_seeds, n_completed."""
+    rows = []
+    for task, by_variant in by_task.items():
+        for name, records in by_variant.items():
+            accs = [100 * a for a in map(_final_acc, records) if a is not None]
+            rows.append({"task": task, "variant": name, "mean": statistics.fmean(accs) if accs else float("nan"),
+                         "std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
+                         "n_seeds": len(records), "n_completed": len(accs)})
+    return pd.DataFrame(rows, columns=["task", "variant", "mean", "std", "n_seeds", "n_completed"])
+
+
+def ablation_markdown(table: pd.DataFrame) -> str:
+    """Rows: variants in the paper's order; columns: tasks; cells ``mean +- std`` (%)."""
+    tasks = list(dict.fromkeys(table["task"]))
+    lines = ["| Method | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+    for name in VARIANTS:
+        cells = []
+        for task in tasks:
+            row = table[(table["task"] == task) & (table["variant"] == name)].iloc[0]
+            cells.append(format_mean_std(row["mean"], row["std"]))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python tune/ablation.py", description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--task", help="task whose default config is the full method (e.g. digits)")
+    source.add_argument("--config", type=Path, help="the full method's config (best/confirmed config JSON)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default: 0 1 2)")
+    parser.add_argument("--out", type=Path, required=True, help="folder: <variant>/runs/, ablation.csv, ablation.md")
+    parser.add_argument("--epochs", type=int, help="override the adaptation epochs (quick checks)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="override the device")
+    parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray instance (one run per CPU)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if len(set(args.seeds)) != len(args.seeds):
+            raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, args.seeds))} instead.")
+        if args.num_cpus < 1:
+            raise ResultsError(f"The '--num-cpus' argument must be an int in [1, inf). Got {args.num_cpus} instead.")
+        check_new(list(ablation_paths(args.out)))
+        full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
+        full = apply_overrides(full, epochs=args.epochs, device=args.device)
+        by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus)
+        table = ablation_table({full.task: by_variant})
+        csv_path, md_path = ablation_paths(args.out)
+        check_new([csv_path, md_path])
+        with open(csv_path, "x", newline="") as fh:  # "x": never overwrite a table
+            table.to_csv(fh, index=False)
+        with open(md_path, "x") as fh:
+            fh.write(ablation_markdown(table))
+    except SSOTError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted; finished runs are kept in {args.out}, rerun the same command to continue", file=sys.stderr)
+        return 130
+    print(ablation_markdown(table), end="")
+    print(f"wrote {csv_path} and {md_path}")
+    return 0 if all(r["status"] == "completed" for rs in by_variant.values() for r in rs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""An experiment's tidy outputs, from Ray's results: ``trials.csv``, ``best_config.json``, the summary.
+
+Pure results work (no Ray import, no training): the format itself and the best-trial rule are
+owned by :mod:`tune.schema`; files are written through :mod:`tune.storage`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ssot.config import SSOTConfig
+from tune import schema, storage
+
+
+@dataclass
+class SearchOutcome:
+    """What a finished (or interrupted) search left: its folder, table and best config."""
+
+    path: str
+    trials: pd.DataFrame
+    best_config: SSOTConfig | None
+    finished: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """``experiment.json``'s status: ``finished``, ``errored`` or ``running``."""
+        return str(self.info.get("status") or (schema.FINISHED if self.finished else schema.RUNNING))
+
+
+#: Exit statuses of ``tune/search.py`` (2, a user mistake, is refused before any work).
+EXIT_OK, EXIT_ERRORED, EXIT_USER, EXIT_NOTHING_USABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def exit_status(outcome: SearchOutcome) -> int:
+    """0: every trial ended and none errored; 1: some trials errored (fix, then ``--resume``);
+    3: every trial ended but none reached a result (all errored or diverged); 130: interrupted
+    (Ctrl-C) or not every trial ended (``--resume`` continues)."""
+    if outcome.status == schema.RUNNING:
+        return EXIT_INTERRUPTED
+    if outcome.best_config is None:
+        return EXIT_NOTHING_USABLE
+    return EXIT_ERRORED if outcome.status == schema.ERRORED else EXIT_OK
+
+
+def hyperparameters(info: dict[str, Any]) -> list[str]:
+    """The columns of hyperparameters in ``trials.csv``: the paper's four, then the searched ones."""
+    return list(dict.fromkeys([*schema.PARAMS, *info["space"]]))
+
+
+def expected_trials(info: dict[str, Any]) -> int:
+    """Trials a complete search has: ``num_samples``, times the number of cells for a grid."""
+    cells = math.prod(len(s["values"]) for s in info["space"].values() if s["type"] == "grid")
+    return info["num_samples"] * cells
+
+
+def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.DataFrame:
+    """One row per (trial, epoch) of Ray's ``results``, with the trial's final status."""
+    rows: list[dict[str, Any]] = []
+    hyper = hyperparameters(info)
+    for result in results:
+        params = result.config or {}
+        history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
+        if len(history) and "epoch" in history:
+            # A trial restored from its checkpoint replays the epochs reported after it: keep the
+            # last report of each epoch (the one the trial's final state descends from).
+            history = history.drop_duplicates(subset="epoch", keep="last")
+        records = history.to_dict("records") if len(history) else []
+        status, reason = _status(records, result.error, info["max_epochs"], finished)
+        common = {"task": info["task"], "trial_id": _trial_id(result), "search": info["search"],
+                  **{h: params.get(h) for h in hyper}}
+        for rec in records or [{"epoch": math.nan}]:
+            rows.append({**common, "epoch": rec.get("epoch"), **{m: rec.get(m, math.nan) for m in schema.METRIC_COLUMNS},
+                         schema.PREDICTIONS_COLUMN: rec.get(schema.PREDICTIONS_COLUMN), "status": status, "reason": reason})
+    frame = pd.DataFrame(rows, columns=schema.trial_columns(hyper))
+    return frame.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
+
+
+def _trial_id(result: Any) -> str:
+    metrics = result.metrics or {}
+    if metrics.get("trial_id"):
+        return str(metrics["trial_id"])
+    return Path(str(result.path)).name
+
+
+def _status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
+    if records and int(records[-1].get("diverged", 0) or 0):
+        return schema.DIVERGED, str(records[-1].get("reason", ""))
+    if error is not None:
+        text = str(error).strip()
+        return schema.ERRORED, text.splitlines()[-1][:300] if text else type(error).__name__
+    if records and int(records[-1].get("epoch", 0)) >= max_epochs:
+        return schema.COMPLETED, ""
+    return (schema.EARLY_STOPPED, "") if finished else (schema.RUNNING, "")
+
+
+def trial_table(frame: pd.DataFrame, info: dict[str, Any]) -> pd.DataFrame:
+    """:func:`tune.schema.trial_table` of an experiment's rows."""
+    return schema.trial_table(frame, int(info["max_epochs"]), hyperparameters(info))
+
+
+def best_config(frame: pd.DataFrame, info: dict[str, Any]) -> tuple[SSOTConfig | None, str | None]:
+    """The full config of the trial the best-trial rule picks (:mod:`tune.schema`), and its id."""
+    if frame.empty:
+        return None, None
+    row = schema.best_trial(trial_table(frame, info), info.get("metric", schema.DEFAULT_METRIC))
+    if row is None:
+        return None, None
+    values = dict(info["base_config"])
+    for name in info["space"]:
+        kind = type(getattr(SSOTConfig(), name))  # cast the CSV's numbers back to the field's type
+        values[name] = kind(row[name]) if kind in (int, float) else row[name]
+    return SSOTConfig.from_dict(values, source=f"best trial {row['trial_id']}"), str(row["trial_id"])
+
+
+def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> list[str]:
+    """A printed summary: counts per status and the best trials under the best-trial rule."""
+    if frame.empty:
+        return [f"{info['task']}: no trial results."]
+    table = trial_table(frame, info)
+    counts = table["status"].value_counts().to_dict()
+    lines = [f"{info['task']}: {len(table)} trials (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"]
+    chosen = schema.metric(info.get("metric", schema.DEFAULT_METRIC))
+    best = schema.ranked_trials(table, chosen.name).head(top)
+    label = f", {chosen.label}" if chosen.label else ""
+    baseline = pd.to_numeric(table.get("source_only_target_acc"), errors="coerce").dropna().mean()
+    lines.append(f"  top {len(best)} trials by final {chosen.name} ({chosen.direction}{label}; ties to the lowest "
+                 f"trial id; source-only baseline {baseline:.4f}):")
+    for _, r in best.iterrows():
+        lines.append(f"    {r['trial_id']:>14}  {chosen.name} {r[chosen.name]:.4f}  lambda_ot {r['lambda_ot']:.4g}  "
+                     f"lambda_ent {r['lambda_ent']:.4g}  eps {r['eps']:.4g}  width {int(r['potential_width'])}")
+    return lines
+
+
+def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished: bool) -> SearchOutcome:
+    """Write ``trials.csv``, ``best_config.json`` and ``experiment.json`` (last, with the status)."""
+    best, trial_id = best_config(frame, info)
+    info["best_trial"] = trial_id
+    errored = bool(len(frame)) and (frame["status"] == schema.ERRORED).any()
+    info["status"] = (schema.ERRORED if errored else schema.FINISHED) if finished else schema.RUNNING
+    info["finished"] = schema.now() if finished else None
+    for name, text in schema.experiment_texts(info, frame, best.to_dict() if best else None).items():
+        storage.write_text(storage.join(path, name), text)
+    return SearchOutcome(path, frame, best, info["status"] == schema.FINISHED, info)
+
+
+def collect(path: str) -> SearchOutcome:
+    """Re-read the outputs of an experiment folder (local or remote)."""
+    files = schema.read_experiment(path, read=lambda name: storage.read_text(storage.join(path, name)))
+    info = files.meta or {}
+    best = SSOTConfig.from_dict(files.best_config, source=f"{path}/{schema.BEST_CONFIG_FILE}") if files.best_config else None
+    frame = files.trials if files.trials is not None else pd.DataFrame()
+    return SearchOutcome(path, frame, best, info.get("status") == schema.FINISHED, info)
