@@ -177,7 +177,7 @@ class SinkhornSolver:
         return float((plan * cost).sum())
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
-        """:math:`\langle P, \tilde C\rangle`, reusing the plan of :meth:`ascend` when the cost and weights are the same."""
+        r""":math:`\langle P, \tilde C\rangle`, reusing the plan of :meth:`ascend` when the cost and weights are the same."""
         cached, self._cached = self._cached, None
         if cached is not None and cached[0].shape == cost.shape and torch.equal(cached[0], cost.detach()) and torch.equal(cached[1], w.detach()):
             plan = cached[2]
