@@ -11,18 +11,26 @@ import pytest
 from ssot.config import SSOTConfig
 from ssot.errors import ConfigError
 from ssot.validators import DIRECTIONS
-from tune.experiment import SearchOptions, best_completed_trial, final_results, run_search
+from tune import schema
+from tune.experiment import SearchOptions, run_search
 
 QUICK = {"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 4}
 
 
 def test_best_completed_trial_follows_the_direction():
     frame = pd.DataFrame({"trial_id": ["a", "a", "b", "b", "c"], "epoch": [1, 2, 1, 2, 1],
-                          "status": ["completed"] * 4 + ["early-stopped"],
-                          "entropy": [0.1, 0.9, 0.5, 0.4, 0.0], "snd": [9.0, 1.0, 0.0, 2.0, 50.0]})
-    assert best_completed_trial(frame, "entropy", "min") == ("b", 0.4)  # final epochs only, completed only
-    assert best_completed_trial(frame, "snd", "max") == ("b", 2.0)
-    assert best_completed_trial(frame, "mixval", "max")[0] is None
+                          "status": ["completed"] * 4 + ["early-stopped"], "target_acc": [0.5] * 5,
+                          "entropy": [0.1, 0.9, 0.5, 0.4, 0.0], "snd": [9.0, 1.0, 0.0, 2.0, 50.0],
+                          "mixval": [math.nan] * 5})
+    table = schema.trial_table(frame, max_epochs=2)
+
+    def best(name: str) -> tuple[str | None, float]:
+        row = schema.best_trial(table, name)
+        return (None, math.nan) if row is None else (row["trial_id"], row[name])
+
+    assert best("entropy") == ("b", 0.4)  # final epochs only, completed only, lower is better
+    assert best("snd") == ("b", 2.0)
+    assert best("mixval")[0] is None
 
 
 def test_unknown_metric_is_refused_with_the_choices():
@@ -41,7 +49,7 @@ def test_search_on_a_min_validator_records_the_metric_and_picks_by_it(tmp_path):
         ray.shutdown()
     info = json.loads((Path(outcome.path) / "experiment.json").read_text())
     assert info["metric"] == "entropy" and info["mode"] == "min" and info["validator_directions"] == DIRECTIONS
-    last = final_results(outcome.trials)
+    last = outcome.trials.sort_values("epoch").groupby("trial_id").tail(1)
     assert (last["status"] == "completed").all()
     assert last["target_acc"].between(0, 1).all() and last["snd"].notna().all()  # the oracle is still recorded
     preds = last["target_pred"].map(lambda s: [int(v) for v in s.split()])
