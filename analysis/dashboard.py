@@ -57,6 +57,7 @@ from analysis.frames import (
 from analysis.images import ImageFormat, export_images
 from analysis.importance import importance_info
 from analysis.paper import read_paper_accuracy
+from analysis.selection import regret_html
 from tune import schema
 from tune.schema import Problem
 
@@ -229,7 +230,8 @@ def _build_section(
         f'<section class="experiment" data-key="{key}" hidden>{header}{best_lines}'
         f"{_config_block(experiment, key)}"
         f'<h3>Sensitivity heatmaps</h3><div class="grid">{"".join(heatmaps)}</div>'
-        f'<h3>Trials</h3><div class="grid">{"".join(others)}</div></section>'
+        f'<h3>Trials</h3><div class="grid">{"".join(others)}</div>'
+        f"{regret_html(meta, experiment.trials)}</section>"
     )
     return _Section(experiment, body, figures, static)
 

@@ -29,6 +29,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -178,6 +179,33 @@ def to_markdown(summ: pd.DataFrame) -> str:
         corr = [("" if v != v else f"{v:.2f}") for v in (r.spearman, r.kendall)]
         lines.append(f"| {r.task} | {r.selection} | {r.validator} | {r.experiments} | {r.regret_mean:.1f}{std} | {corr[0]} | {corr[1]} |")
     return "\n".join(lines) + "\n"
+
+
+def regret_html(meta: Mapping[str, Any], trials: pd.DataFrame) -> str:
+    """The dashboard's "label-free selection" block of one experiment: what each validator's pick
+    costs against the oracle (hyperparameter and epoch selection), or "" when the experiment
+    recorded no validator or has no completed trial."""
+    import html
+
+    dirs = meta.get("validator_directions") or {}
+    parts = []
+    for label, table in (("hyperparameter", hyperparameter_selection(trials, dirs)),
+                         ("epoch", epoch_selection(trials, dirs))):
+        if table.empty:
+            continue
+        rows = "".join(
+            f"<tr><td>{html.escape(str(r.validator))}</td><td>{html.escape(str(r.direction))}</td><td>{r.n}</td>"
+            f"<td>{100 * r.picked_acc:.1f}</td><td>{100 * r.oracle_acc:.1f}</td><td>{r.regret:.1f}</td>"
+            f"<td>{'' if r.spearman != r.spearman else f'{r.spearman:.2f}'}</td></tr>"
+            for r in table.sort_values("regret").itertuples())
+        parts.append(f"<h4>{label} selection</h4><table class=\"regret\"><tr><th>validator</th><th>better</th>"
+                     f"<th>n</th><th>picked acc. (%)</th><th>oracle (%)</th><th>regret (points)</th>"
+                     f"<th>Spearman</th></tr>{rows}</table>")
+    if not dirs or not parts:
+        return ""
+    return ("<h3>Label-free selection: regret against the oracle</h3><p class=\"note\">What each validator's "
+            "choice would cost in target accuracy against picking by target labels (completed trials only; "
+            "python analysis/selection.py writes the same as CSV and Markdown).</p>" + "".join(parts))
 
 
 def read_experiments(results_dir: Path) -> list[tuple[dict, pd.DataFrame]]:

@@ -77,3 +77,14 @@ def test_analysis_selection_does_not_import_torch():
     root = Path(S.__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr[-500:]
+
+
+def test_dashboard_block_only_for_experiments_with_validators():
+    from analysis.selection import regret_html
+
+    frame = pd.DataFrame({"trial_id": ["a", "a", "b", "b"], "epoch": [1, 2, 1, 2], "status": ["completed"] * 4,
+                          "target_acc": [0.5, 0.6, 0.9, 0.8], "entropy": [0.3, 0.2, 0.5, 0.4]})
+    block = regret_html({"validator_directions": {"entropy": "min"}}, frame)
+    # entropy picks trial a (0.2 < 0.4): 60 % against the oracle's 80 %, 20 points of regret
+    assert "<td>entropy</td><td>min</td><td>2</td><td>60.0</td><td>80.0</td><td>20.0</td>" in block
+    assert regret_html({}, frame) == ""

@@ -58,3 +58,7 @@ def test_search_on_a_min_validator_records_the_metric_and_picks_by_it(tmp_path):
     top = last.loc[last["entropy"].idxmin()]
     assert best.lambda_ot == pytest.approx(top["lambda_ot"]) and best.eps == pytest.approx(top["eps"])
     assert math.isfinite(top["entropy"])
+    from analysis.dashboard import build_dashboard
+
+    page = build_dashboard(tmp_path, out=tmp_path / "dashboard.html", images=False).path.read_text()
+    assert "Label-free selection: regret against the oracle" in page and "<td>entropy</td>" in page
