@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -276,7 +277,33 @@ def test_address_joins_an_existing_ray_cluster(tmp_path):
         assert "2 trials (2 completed)" in proc.stdout
         assert (tmp_path / "ssot-digits" / "digits" / "best_config.json").exists()
     finally:
-        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, timeout=120, env=env)
+        _stop_cluster(port)
+
+
+def _stop_cluster(port: str) -> None:
+    """Stop only the cluster this test started (its processes name its port in their command
+    line): `ray stop --force` kills every Ray process of the machine, the test session's own
+    Ray workers included."""
+    mine = re.compile(rf"[:=]{port}\b")
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if mine.search(cmd):
+            pids.append(int(entry.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + 15
+        while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+            time.sleep(0.2)
 
 
 def test_command_line_ranges_and_grid_options():

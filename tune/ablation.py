@@ -32,9 +32,9 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
     sys.path.insert(0, str(_here.parent))
 
 from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import SSOTError, one_line  # noqa: E402
+from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
 from tune.final import Log, _describe, _write_new_json, apply_overrides, read_run_record, run_record_path  # noqa: E402
-from tune.results import ResultsError, check_new, format_mean_std  # noqa: E402
+from tune.results import ResultsError, check_new, check_seeds, format_mean_std  # noqa: E402
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -157,10 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
     args = build_parser().parse_args(argv)
     try:
-        if len(set(args.seeds)) != len(args.seeds):
-            raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, args.seeds))} instead.")
+        check_seeds(args.seeds)
         if args.num_cpus < 1:
             raise ResultsError(f"The '--num-cpus' argument must be an int in [1, inf). Got {args.num_cpus} instead.")
+        check_output(args.out, "--out", folder=True)
         check_new(list(ablation_paths(args.out)))
         full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
         full = apply_overrides(full, epochs=args.epochs, device=args.device)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ssot.config import SSOTConfig
 from ssot.errors import SSOTError, check_output, one_line
-from tune.results import ResultsError, check_new, result_paths, results_table, to_markdown, write_results
+from tune.results import ResultsError, check_new, check_seeds, result_paths, results_table, to_markdown, write_results
 
 __all__ = [
     "RUNS_DIR",
@@ -221,8 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
     args = build_parser().parse_args(argv)
     try:
-        if len(set(args.seeds)) != len(args.seeds):
-            raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, args.seeds))} instead.")
+        check_seeds(args.seeds)
         check_output(args.out, "--out", folder=True)
         check_new(list(result_paths(args.out)))
         caches = feature_caches(args.features) if args.features else None

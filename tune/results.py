@@ -236,6 +236,12 @@ def result_paths(out_dir: str | Path) -> tuple[Path, Path]:
     return out_dir / CSV_NAME, out_dir / MARKDOWN_NAME
 
 
+def check_seeds(seeds: Sequence[int]) -> None:
+    """Raise :class:`ResultsError` when ``seeds`` repeats a seed (each seed is one run record)."""
+    if len(set(seeds)) != len(seeds):
+        raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, seeds))} instead.")
+
+
 def check_new(paths: Sequence[Path],
               hint: str = "move the old files away or choose another --out (results are never overwritten)") -> None:
     """Raise :class:`ResultsError` naming the first of ``paths`` that exists, followed by ``hint``."""
