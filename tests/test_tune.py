@@ -304,6 +304,10 @@ def _stop_cluster(port: str) -> None:
         deadline = time.time() + 15
         while time.time() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
             time.sleep(0.2)
+    # like `ray stop`, forget the cluster, or a later ray.init() connects to its address
+    current = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
+    if current.is_file() and current.read_text().strip().endswith(f":{port}"):
+        current.unlink()
 
 
 def test_command_line_ranges_and_grid_options():
