@@ -32,7 +32,7 @@ def measure(num_samples: int, num_cpus: int, storage: Path) -> dict[str, float]:
     from tune.experiment import SearchOptions, run_search
 
     start = time.perf_counter()
-    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
     ray_start = time.perf_counter() - start
     try:
         t = time.perf_counter()

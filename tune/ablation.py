@@ -91,7 +91,7 @@ def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
     if jobs:
         started_here = not ray.is_initialized()
         if started_here:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         try:
             remote = ray.remote(num_cpus=1)(_train)
             start = time.perf_counter()

@@ -250,7 +250,9 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     started_ray = not ray.is_initialized()
     if started_ray:
         try:
-            ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+            # without --address, always a new local instance: never join whatever cluster Ray last
+            # recorded on this machine (/tmp/ray/ray_current_cluster), which may be unrelated or stale
+            ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
                      ignore_reinit_error=True, log_to_driver=options.verbose > 1)
         except ConnectionError as exc:
             raise SSOTError(
