@@ -47,8 +47,7 @@ COMPLETED, EARLY_STOPPED, DIVERGED, ERRORED, RUNNING = "completed", "early-stopp
 STATUSES: tuple[str, ...] = (COMPLETED, EARLY_STOPPED, DIVERGED, ERRORED, RUNNING)
 #: Statuses of trials whose accuracies are real results (diverged and errored ones are not).
 USABLE: tuple[str, ...] = (COMPLETED, EARLY_STOPPED, RUNNING)
-#: experiment.json's status: ``finished`` once every trial ended and none errored, ``errored``
-#: when every trial ended but some errored (``--resume`` re-runs them), else ``running``.
+#: experiment.json's status: finished (all trials ended, none errored), errored (re-run by --resume), running.
 FINISHED = "finished"
 EXPERIMENT_STATUSES: tuple[str, ...] = (RUNNING, FINISHED, ERRORED)
 
@@ -119,8 +118,7 @@ def selectable_metrics() -> tuple[str, ...]:
     return tuple(m.name for m in METRICS if m.direction is not None)
 
 
-#: A trial's final target predictions (space-separated class indices, last epoch only): the
-#: post-hoc EnsV selector of analysis/selection.py reads them.
+#: A trial's final target predictions (class indices, last epoch only), for the EnsV selector.
 PREDICTIONS_COLUMN = "target_pred"
 
 
