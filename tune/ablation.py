@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 
 from ssot.config import SSOTConfig  # noqa: E402
 from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune.final import Log, _describe, _write_new_json, apply_overrides, read_run_record, run_record_path  # noqa: E402
+from tune.final import Log, apply_overrides, run_record_path, train_on_ray  # noqa: E402
 from tune.results import ResultsError, check_new, check_seeds, format_mean_std  # noqa: E402
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
@@ -58,54 +57,20 @@ def variant_configs(full: SSOTConfig, variants: Variants = VARIANTS) -> dict[str
     return {name: full.replace(**changes) for name, (_, changes) in variants.items()}
 
 
-def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
-    """One run inside a Ray worker (imports torch there, not in the driver)."""
-    from ssot.trainer import run
-
-    return run(SSOTConfig.from_dict(config_dict))
-
-
 def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, variants: Variants = VARIANTS,
                  num_cpus: int = 2, log: Log = print) -> dict[str, list[dict[str, Any]]]:
     """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
-    (one CPU per run, ``num_cpus`` at a time); reuse the records already there.
+    (one CPU per run, ``num_cpus`` at a time, :func:`tune.final.train_on_ray`); reuse the
+    records already there.
 
     Returns
     -------
     dict
         variant name -> run records in the order of ``seeds``.
     """
-    import ray
-
-    jobs: dict[tuple[str, int], tuple[SSOTConfig, Path]] = {}
-    records: dict[tuple[str, int], dict[str, Any]] = {}
-    for name, cfg in variant_configs(full, variants).items():
-        for seed in seeds:
-            c = cfg.replace(seed=seed)
-            path = run_record_path(Path(out_dir) / variants[name][0], c.task, seed)
-            if path.exists():
-                records[name, seed] = read_run_record(path, c)
-                log(f"{name}: {_describe(c.task, seed, records[name, seed])} [reused {path}]")
-            else:
-                jobs[name, seed] = (c, path)
-    if jobs:
-        started_here = not ray.is_initialized()
-        if started_here:
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
-        try:
-            remote = ray.remote(num_cpus=1)(_train)
-            start = time.perf_counter()
-            pending = {remote.remote(c.to_dict()): key for key, (c, _) in jobs.items()}
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
-                key = pending.pop(done[0])
-                cfg, path = jobs[key]
-                records[key] = ray.get(done[0])
-                _write_new_json(path, records[key])
-                log(f"{key[0]}: {_describe(cfg.task, key[1], records[key])} [{time.perf_counter() - start:.0f} s, wrote {path}]")
-        finally:
-            if started_here:
-                ray.shutdown()
+    jobs = {(name, seed): (cfg.replace(seed=seed), run_record_path(Path(out_dir) / variants[name][0], cfg.task, seed))
+            for name, cfg in variant_configs(full, variants).items() for seed in seeds}
+    records = train_on_ray(jobs, num_cpus=num_cpus, log=log)
     return {name: [records[name, s] for s in seeds] for name in variants}
 
 

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ __all__ = [
     "read_run_record",
     "final_runs",
     "run_all",
+    "train_on_ray",
     "main",
 ]
 
@@ -202,6 +203,78 @@ def run_all(configs: Sequence[SSOTConfig], seeds: Sequence[int], out_dir: str | 
             log: Log = print) -> dict[str, list[dict[str, Any]]]:
     """:func:`final_runs` for every config; returns task -> run records (in config order)."""
     return {config.task: final_runs(config, seeds, out_dir, log=log) for config in configs}
+
+
+def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
+    """One run inside a Ray worker (imports torch there, not in the driver)."""
+    from ssot.trainer import run
+
+    return run(SSOTConfig.from_dict(config_dict))
+
+
+def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num_cpus: int | None = None, address: str | None = None,
+                 cpus_per_run: float = 1.0, gpus_per_run: float | None = 0.0, log: Log = print) -> dict[tuple[str, int], dict[str, Any]]:
+    """Run records of every job ``key -> (config, record path)``: the existing records are reused
+    (checked with :func:`read_run_record`), the others are trained as Ray tasks and each written
+    to its path as soon as it ends, so rerunning an interrupted call continues it.
+
+    Parameters
+    ----------
+    jobs : mapping
+        ``(label, seed)`` (the label names the run in the log) -> the config to run (its seed
+        set) and its record path.
+    num_cpus : int, optional
+        CPUs of the local Ray instance started here (default: all); ignored with ``address``.
+    address : str, optional
+        Join the Ray cluster there (``"auto"`` or ``host:port``) instead of a new local instance.
+    cpus_per_run, gpus_per_run : float
+        Each run's resource request (``tune/search.py``'s ``--cpus-per-trial`` and
+        ``--gpus-per-trial``: ``None`` is one GPU if the cluster has GPUs, else none); a request
+        the cluster can never meet is refused at once. Runs given a GPU run on ``cuda``.
+    log : callable
+        Receives one line per run.
+
+    Returns
+    -------
+    dict
+        key -> run record, in the order of ``jobs``.
+    """
+    records: dict[tuple[str, int], dict[str, Any]] = {}
+    todo: dict[tuple[str, int], tuple[SSOTConfig, Path]] = {}
+    for key, (cfg, path) in jobs.items():
+        if path.exists():
+            records[key] = read_run_record(path, cfg)
+            log(f"{key[0]}: {_describe(cfg.task, cfg.seed, records[key])} [reused {path}]")
+        else:
+            todo[key] = (cfg, path)
+    if todo:
+        import ray
+
+        from tune.experiment import SearchOptions, _check_reachable, check_resources
+
+        if address:
+            _check_reachable(address)
+        started_here = not ray.is_initialized()
+        if started_here:
+            ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
+                     log_to_driver=False)
+        try:
+            gpus = check_resources(SearchOptions(task="", gpus_per_trial=gpus_per_run, cpus_per_trial=cpus_per_run))
+            remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_train)
+            start = time.perf_counter()
+            pending = {remote.remote(c.replace(**({"device": "cuda"} if gpus > 0 else {})).to_dict()): key
+                       for key, (c, _) in todo.items()}
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                key = pending.pop(done[0])
+                cfg, path = todo[key]
+                records[key] = ray.get(done[0])
+                _write_new_json(path, records[key])
+                log(f"{key[0]}: {_describe(cfg.task, cfg.seed, records[key])} [{time.perf_counter() - start:.0f} s, wrote {path}]")
+        finally:
+            if started_here:
+                ray.shutdown()
+    return {key: records[key] for key in jobs}
 
 
 # ------------------------------------------------------------------------------------ command line

@@ -110,11 +110,17 @@ def best_config(frame: pd.DataFrame, info: dict[str, Any]) -> tuple[SSOTConfig |
     row = schema.best_trial(trial_table(frame, info), info.get("metric", schema.DEFAULT_METRIC))
     if row is None:
         return None, None
+    return trial_config(row, info), str(row["trial_id"])
+
+
+def trial_config(row: pd.Series, info: dict[str, Any]) -> SSOTConfig:
+    """The full config a trial ran: ``experiment.json``'s ``base_config`` with the searched
+    values of ``row`` (a row of :func:`trial_table` or of ``trials.csv``)."""
     values = dict(info["base_config"])
     for name in info["space"]:
         kind = type(getattr(SSOTConfig(), name))  # cast the CSV's numbers back to the field's type
         values[name] = kind(row[name]) if kind in (int, float) else row[name]
-    return SSOTConfig.from_dict(values, source=f"best trial {row['trial_id']}"), str(row["trial_id"])
+    return SSOTConfig.from_dict(values, source=f"trial {row['trial_id']}")
 
 
 def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> list[str]:

@@ -1,0 +1,194 @@
+"""Confirmation of a search's top configs over new seeds: its files, table and pick (one owner).
+
+One seed per trial is noisy: among near-ties the search's best trial is partly the luckiest
+(the winner's curse). Confirmation re-runs the top ``K`` trials of an experiment, ranked by the
+best-trial rule of :mod:`tune.schema` (the same eligible trials: reached the last epoch, not
+diverged or errored; same metric, direction and tie rule), over several seeds and picks by the
+mean. ``tune/confirm.py`` runs it; this module owns what it writes.
+
+Files of a confirmation folder ``OUT`` (``tune/confirm.py``'s ``--out``, default
+``RESULTS_DIR/confirmed``)
+    ``OUT/<task>.json``
+        the confirmed config of the task's experiment, a full :class:`ssot.config.SSOTConfig`
+        exactly as ``tune/export.py`` writes one, so ``python tune/final.py OUT`` and
+        ``tune/ablation.py --config OUT/<task>.json`` take it as they take exported configs;
+    ``OUT/confirmation.csv`` and ``OUT/confirmation.md`` (:data:`CSV_NAME`, :data:`MARKDOWN_NAME`)
+        one row per (experiment, candidate), columns :data:`COLUMNS` (plus the hyperparameters);
+    ``OUT/runs/<task>/<trial_id>_seed<s>.json`` (:func:`run_path`)
+        one run record per (candidate, seed), reused when the command is run again.
+
+The rule
+--------
+A run's value is the experiment's metric at its last epoch; a run that did not complete
+(diverged) counts as :func:`ssot.validators.worst_value` of the metric, as a diverged trial does
+in the search. Per candidate, over seeds :math:`s_1..s_n` with values :math:`v_i`,
+
+.. math:: \\bar v = \\frac1n \\sum_i v_i, \\qquad
+          \\mathrm{std} = \\sqrt{\\frac{1}{n-1} \\sum_i (v_i - \\bar v)^2} \\quad (0 \\text{ for } n = 1).
+
+The confirmed config of an experiment is its candidate with the best mean (highest for a ``max``
+metric, lowest for a ``min`` one); ties go to the better rank in the search.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ssot.config import SSOTConfig
+from tune import schema
+from tune.outputs import hyperparameters, trial_config
+from tune.results import ResultsError, check_new
+
+__all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "run_path",
+           "run_value", "confirmation_table", "to_markdown", "output_paths", "write_confirmation"]
+
+CSV_NAME, MARKDOWN_NAME, RUNS_DIR = "confirmation.csv", "confirmation.md", "runs"
+
+#: Columns of ``confirmation.csv`` (the candidate's hyperparameters follow ``trial_id``).
+COLUMNS: tuple[str, ...] = ("task", "experiment", "metric", "mode", "search_rank", "trial_id", "search_value", "search_seed",
+                            "seeds", "values", "mean", "std", "n_completed", "statuses", "confirmed")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One of the top trials of an experiment: where it ranked and the config it ran."""
+
+    task: str
+    experiment: Path
+    metric: str
+    mode: str
+    search_rank: int  # 1 = the search's best trial
+    trial_id: str
+    params: dict[str, Any]
+    search_value: float  # the metric at the last epoch, with the search's seed
+    config: SSOTConfig
+
+    @property
+    def label(self) -> str:
+        """How the run log names the candidate."""
+        return f"{self.task} #{self.search_rank} trial {self.trial_id}"
+
+
+def top_candidates(folder: str | Path, top: int) -> list[Candidate]:
+    """The ``top`` best trials of a finished experiment under the best-trial rule, best first
+    (fewer when fewer trials are eligible).
+
+    Raises
+    ------
+    ResultsError
+        If the experiment is not finished or its files are unreadable (:func:`tune.export.load_experiment`),
+        or no trial is eligible.
+    """
+    from tune.export import load_experiment  # the one check that an experiment is finished and readable
+
+    folder = Path(folder)
+    load_experiment(folder)
+    files = schema.read_experiment(folder)
+    meta = files.meta or {}
+    if "base_config" not in meta:
+        raise ResultsError(f"{folder / schema.EXPERIMENT_FILE} has no 'base_config'; it was not written by tune/search.py")
+    params = hyperparameters(meta)
+    table = schema.trial_table(files.trials, files.max_epochs, params)
+    ranked = schema.ranked_trials(table, files.metric).head(top)
+    if ranked.empty:
+        raise ResultsError("no trial reached the last epoch (all early-stopped, diverged or errored)")
+    mode = schema.metric(files.metric).direction or "max"
+    return [Candidate(task=str(meta["task"]), experiment=folder, metric=files.metric, mode=mode, search_rank=i + 1,
+                      trial_id=str(row["trial_id"]), params={p: row[p] for p in params},
+                      search_value=float(row[files.metric]), config=trial_config(row, meta))
+            for i, (_, row) in enumerate(ranked.iterrows())]
+
+
+def run_path(out_dir: str | Path, task: str, trial_id: str, seed: int) -> Path:
+    """``out_dir/runs/<task>/<trial_id>_seed<seed>.json``: the run record of one (candidate, seed)."""
+    return Path(out_dir) / RUNS_DIR / task / f"{trial_id}_seed{seed}.json"
+
+
+def run_value(record: Mapping[str, Any], metric_name: str) -> float:
+    """The metric at the last epoch of a completed run; :func:`ssot.validators.worst_value` otherwise."""
+    from ssot.validators import worst_value
+
+    if record.get("status") == "completed" and record.get("epochs"):
+        value = record["epochs"][-1].get(metric_name)
+        if value is not None and math.isfinite(float(value)):
+            return float(value)
+    return float(worst_value(metric_name))
+
+
+def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[str, int], Mapping[str, Any]],
+                       seeds: Sequence[int]) -> pd.DataFrame:
+    """One row per candidate (:data:`COLUMNS` and its hyperparameters), ``confirmed`` True on the
+    pick of each experiment (module docstring: best mean, ties to the search's rank).
+
+    ``records`` maps ``(candidate.label, seed)`` to the run record.
+    """
+    rows = []
+    for c in candidates:
+        runs = [records[c.label, s] for s in seeds]
+        values = [run_value(r, c.metric) for r in runs]
+        rows.append({"task": c.task, "experiment": str(c.experiment), "metric": c.metric, "mode": c.mode,
+                     "search_rank": c.search_rank, "trial_id": c.trial_id, **c.params, "search_value": c.search_value,
+                     "search_seed": c.config.seed, "seeds": " ".join(map(str, seeds)),
+                     "values": " ".join(f"{v:.6g}" for v in values), "mean": statistics.fmean(values),
+                     "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                     "n_completed": sum(r.get("status") == "completed" for r in runs),
+                     "statuses": " ".join(str(r.get("status", "unknown")) for r in runs), "confirmed": False})
+    params = list(dict.fromkeys(p for c in candidates for p in c.params))
+    table = pd.DataFrame(rows, columns=[*COLUMNS[:6], *params, *COLUMNS[6:]])
+    for _, group in table.groupby("experiment", sort=False):
+        sign = 1.0 if group["mode"].iloc[0] == "max" else -1.0
+        order = sorted(group.index, key=lambda i: (-sign * table.at[i, "mean"], table.at[i, "search_rank"]))
+        table.loc[order[0], "confirmed"] = True
+    return table
+
+
+def _fmt(value: float, metric_name: str) -> str:
+    return f"{100 * value:.2f}" if metric_name.endswith("_acc") else f"{value:.4g}"
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """The table as GitHub Markdown: accuracies in percent, the confirmed pick in bold."""
+    params = [c for c in table.columns if c not in COLUMNS]
+    header = ["task", "rank in search", "trial", *params, "search (1 seed)", "confirmed: mean ± std", "seeds", "pick"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * (len(params) + 2) + ["---"] * 2) + "|"]
+    for row in table.to_dict("records"):
+        unit = " %" if row["metric"].endswith("_acc") else ""
+        mean_std = f"{_fmt(row['mean'], row['metric'])} ± {_fmt(row['std'], row['metric'])}{unit}"
+        cells = [row["task"], str(row["search_rank"]), row["trial_id"], *(f"{row[p]:.4g}" for p in params),
+                 f"{_fmt(row['search_value'], row['metric'])}{unit} (seed {row['search_seed']})",
+                 f"**{mean_std}**" if row["confirmed"] else mean_std, row["seeds"], "confirmed" if row["confirmed"] else ""]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def output_paths(out_dir: str | Path, tasks: Sequence[str]) -> list[Path]:
+    """The files a confirmation writes (never overwritten): the table, then ``<task>.json`` per task."""
+    out_dir = Path(out_dir)
+    return [out_dir / CSV_NAME, out_dir / MARKDOWN_NAME, *(out_dir / f"{t}.json" for t in tasks)]
+
+
+def write_confirmation(table: pd.DataFrame, candidates: Sequence[Candidate], out_dir: str | Path) -> list[Path]:
+    """Write the table and each experiment's confirmed config into ``out_dir``; never overwrites
+    (every file is checked before the first is written). Returns the paths written."""
+    tasks = list(dict.fromkeys(c.task for c in candidates))
+    paths = output_paths(out_dir, tasks)
+    check_new(paths)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    with open(paths[0], "x", newline="") as fh:
+        table.to_csv(fh, index=False)
+    with open(paths[1], "x") as fh:
+        fh.write(to_markdown(table))
+    picked = table[table["confirmed"]]
+    by_key = {(str(c.experiment), c.trial_id): c for c in candidates}
+    for task, path in zip(tasks, paths[2:]):
+        row = picked[picked["task"] == task].iloc[0]
+        with open(path, "x") as fh:
+            fh.write(json.dumps(by_key[row["experiment"], row["trial_id"]].config.to_dict(), indent=2) + "\n")
+    return paths
