@@ -21,6 +21,7 @@ from ssot.errors import ConfigError, SSOTError, check_output
 from tune import schema, storage
 from ssot.validators import DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from tune import space as spaces
+from tune.live import LiveOutputs, optuna_storage, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
@@ -57,6 +58,8 @@ class SearchOptions:
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
     metric: str = schema.DEFAULT_METRIC  # what the search optimises and selects on (tune.schema.METRICS)
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
+    optuna_storage: str | None = None  # database URL of the Optuna study (tune.live.optuna_storage), e.g. sqlite:///optuna.db
+    callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -76,6 +79,8 @@ class SearchOptions:
         if self.metric not in schema.selectable_metrics():
             raise ConfigError(f"The 'metric' parameter must be one of {', '.join(schema.selectable_metrics())}. Got {self.metric!r} instead.")
         spaces.validate_space(self.space)
+        if self.optuna_storage is not None and self.search == "grid":
+            raise ConfigError("--optuna-storage stores the study of --search tpe or random; --search grid uses no Optuna study.")
         if self.search == "grid" and not spaces.is_grid(self.space):
             raise ConfigError("--search grid needs a grid space (the paper's lambda grid). Got a sampled space.")
         if self.search != "grid" and spaces.is_grid(self.space):
@@ -176,7 +181,7 @@ def runnable_slots(options: SearchOptions, gpus_per_trial: float) -> int:
     return max(1, slots)
 
 
-def _searcher(options: SearchOptions, base: SSOTConfig, slots: int) -> Any:
+def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None) -> Any:
     import optuna
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
@@ -189,7 +194,9 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int) -> Any:
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
-    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=schema.metric(options.metric).direction, sampler=sampler, points_to_evaluate=points)
+    stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
+    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=schema.metric(options.metric).direction,
+                            sampler=sampler, points_to_evaluate=points, **stored)
     # The searcher proposes a trial only when a slot is free, so TPE learns from every result
     # reported before (ConcurrencyLimiter: some Ray releases also ignored
     # TuneConfig.max_concurrent_trials with custom searchers).
@@ -243,6 +250,8 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         raise SSOTError(f"Experiment {path} already exists. Pass --resume to continue it, or choose another --name.")
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
+    if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
+        _check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
@@ -290,6 +299,15 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
                         "(`ray status` on the head node).") from None
 
 
+def _check_study(url: str, name: str, *, new: bool) -> None:
+    import optuna
+
+    names = optuna.study.get_all_study_names(optuna_storage(url))
+    if new and name in names:
+        raise SSOTError(f"--optuna-storage {url} already holds a study {name!r} (an earlier search of this name); "
+                        "choose another --name or another --optuna-storage, or pass --resume to continue that search.")
+
+
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
          resume: bool) -> SearchOutcome:
     epochs = base.epochs
@@ -300,6 +318,15 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             print(f"{base.task}: experiment {path} already finished; nothing to resume.")
             return done
     cache_dir = None if "://" in root else storage.join(root, "_pretrained")
+    if info is None:
+        info = schema.new_meta(task=base.task, dataset=_dataset_of(base.task), name=root.rsplit("/", 1)[-1],
+                               search=options.search, space=options.space, max_epochs=epochs,
+                               num_samples=options.num_samples, metric_name=options.metric,
+                               early_stop=options.early_stop, grace_period=options.grace_period,
+                               reduction_factor=options.reduction_factor, base_config=base.to_dict(),
+                               validator_directions=DIRECTIONS,
+                               optuna_storage=options.optuna_storage,
+                               optuna_study=study_name(root.rsplit("/", 1)[-1], base.task) if options.optuna_storage else None)
     trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
     if resume and ray_tune.Tuner.can_restore(path):
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
@@ -308,25 +335,18 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=schema.metric(options.metric).direction, search_alg=_searcher(options, base, slots), scheduler=_scheduler(options, epochs),
+                metric=options.metric, mode=schema.metric(options.metric).direction, search_alg=_searcher(options, base, slots, info.get("optuna_study")), scheduler=_scheduler(options, epochs),
                 num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=([TrialLines()] if options.verbose >= 1 else [])
-                + ([] if options.keep_checkpoints else [DropEndedCheckpoints()]),
+                callbacks=([TrialLines()] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
+                + ([] if options.keep_checkpoints else [DropEndedCheckpoints()]) + list(options.callbacks),
                 checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1),
                 failure_config=ray_tune.FailureConfig(max_failures=0),
             ),
         )
-    if info is None:
-        info = schema.new_meta(task=base.task, dataset=_dataset_of(base.task), name=root.rsplit("/", 1)[-1],
-                               search=options.search, space=options.space, max_epochs=epochs,
-                               num_samples=options.num_samples, metric_name=options.metric,
-                               early_stop=options.early_stop, grace_period=options.grace_period,
-                               reduction_factor=options.reduction_factor, base_config=base.to_dict(),
-                               validator_directions=DIRECTIONS)
     info["status"] = schema.RUNNING
     storage.write_text(storage.join(path, schema.EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
     results = tuner.fit()

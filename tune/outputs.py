@@ -150,7 +150,7 @@ def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished
     info["status"] = (schema.ERRORED if errored else schema.FINISHED) if finished else schema.RUNNING
     info["finished"] = schema.now() if finished else None
     for name, text in schema.experiment_texts(info, frame, best.to_dict() if best else None).items():
-        storage.write_text(storage.join(path, name), text)
+        storage.write_text_atomic(storage.join(path, name), text)
     return SearchOutcome(path, frame, best, info["status"] == schema.FINISHED, info)
 
 

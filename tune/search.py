@@ -7,8 +7,10 @@
     python tune/search.py --task A2W --features a2w.pt         # screen on a feature cache
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
+    python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
 
-Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json).
+Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json);
+trials.csv and best_config.json (the best so far) are rewritten after each finished trial.
 """
 from __future__ import annotations
 
@@ -73,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--storage-path", default="ray_results", help="local folder or any URI Ray accepts")
     r.add_argument("--name", help="experiment name (default ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
+    r.add_argument("--optuna-storage", metavar="URL", help="keep the Optuna study in this database (sqlite:///PATH) to watch the "
+                                                          "search live with `optuna-dashboard URL`; study <name>/<task>")
     r.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the last checkpoint of every trial (default: removed when the trial ends)")
     r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
@@ -124,7 +128,7 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
-                         keep_checkpoints=args.keep_checkpoints, metric=args.metric)
+                         keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage)
 
 
 _STATES = {

@@ -29,6 +29,28 @@ def write_text(uri: str, text: str) -> None:
         out.write(text.encode())
 
 
+def write_text_atomic(uri: str, text: str) -> None:
+    """Write a file so that a reader sees the old or the new text, never a part: a local file
+    is written beside it then renamed over it (``os.replace``); an object store's upload is
+    already all-or-nothing."""
+    if "://" in uri:
+        write_text(uri, text)
+        return
+    import os
+    import uuid
+
+    target = Path(uri).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def read_text(uri: str) -> str | None:
     """The file's text, or None when it does not exist."""
     if not exists(uri):

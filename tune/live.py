@@ -1,0 +1,140 @@
+"""Live views of a running search: the tidy files after each finished trial, and an Optuna study.
+
+``trials.csv`` and ``best_config.json`` (the best trial *so far*, under the best-trial rule of
+:mod:`tune.schema`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
+``experiment.json`` says ``running``: a search of hours can be read (``analysis/``,
+``tune/confirm.py`` refuses it until it finishes) as it goes. The final files are written when
+the search ends (:func:`tune.outputs.write_outputs`).
+
+``--optuna-storage sqlite:///PATH`` keeps the TPE/random searcher's Optuna study in a database
+(:func:`optuna_storage`), so that ``optuna-dashboard sqlite:///PATH`` shows the search live;
+the study's name is ``<experiment name>/<task>`` (:func:`study_name`).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+from ray import tune as ray_tune
+
+from ssot.errors import ConfigError, check_output
+from tune import schema, storage
+from tune.outputs import best_config, collect, trial_frame
+
+#: Database URLs an Optuna study can be stored at (SQLAlchemy's form ``dialect[+driver]://...``).
+STORAGE_URL = re.compile(r"^(sqlite|postgresql|mysql)(\+\w+)?://")
+
+
+def optuna_storage(url: str) -> Any:
+    """The Optuna storage at ``url``, created (with its tables) now, so a bad URL fails before the search.
+
+    Raises
+    ------
+    ConfigError
+        If ``url`` is not a database URL (``sqlite:///PATH``, ``postgresql://...``,
+        ``mysql://...``), a sqlite file cannot be created there, or the database refuses it.
+    """
+    import optuna
+
+    hint = "Use e.g. sqlite:///optuna.db (three slashes, then a path)"
+    if not isinstance(url, str) or not STORAGE_URL.match(url):
+        raise ConfigError(f"The '--optuna-storage' parameter must be a database URL such as sqlite:///PATH. Got {url!r} instead. {hint}.")
+    if url.startswith("sqlite"):
+        path = url.split(":///", 1)[1] if ":///" in url else ""
+        if not path or path.startswith(":memory:"):
+            raise ConfigError(f"The '--optuna-storage' parameter must name a sqlite file, sqlite:///PATH. Got {url!r} instead. {hint}.")
+        check_output(path, "--optuna-storage", folder=False)
+        if Path(path).is_dir():
+            raise ConfigError(f"--optuna-storage {url}: {path} is a folder, not a database file. {hint}.")
+    try:
+        return optuna.storages.RDBStorage(url)
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy and drivers raise many kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"--optuna-storage {url} cannot be opened as an Optuna storage ({first}). {hint}.") from None
+
+
+def study_name(experiment_name: str, task: str) -> str:
+    """The Optuna study of one task's search: ``<experiment name>/<task>``."""
+    return f"{experiment_name}/{task}"
+
+
+class LiveOutputs(ray_tune.Callback):
+    """Rewrite ``trials.csv`` and ``best_config.json`` atomically after each finished trial.
+
+    Finished trials carry their final status; trials still running carry ``running`` and the
+    epochs they reported. On a resumed search the rows of ``trials.csv`` written before are kept
+    for the trials that report nothing new, and a trial resumed from its checkpoint keeps its
+    earlier epochs.
+    """
+
+    def __init__(self, path: str, info: dict[str, Any]):
+        self.path, self.info = path, info
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        self.configs: dict[str, dict[str, Any]] = {}
+        self.ended: dict[str, str | None] = {}  # trial id -> its error text (None: no error)
+        self.previous: pd.DataFrame | None = None
+
+    def setup(self, **info: Any) -> None:
+        done = collect(self.path).trials if storage.exists(storage.join(self.path, schema.TRIALS_FILE)) else None
+        self.previous = done if done is not None and len(done) else None
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        self.configs[trial.trial_id] = dict(trial.config)
+        self.history.setdefault(trial.trial_id, []).append({k: v for k, v in result.items() if k != "config"})
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.configs[trial.trial_id], self.ended[trial.trial_id] = dict(trial.config), None
+        self.write()
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.configs[trial.trial_id], self.ended[trial.trial_id] = dict(trial.config), _error_text(trial)
+        self.write()
+
+    def frame(self) -> pd.DataFrame:
+        """The rows known now: :func:`tune.outputs.trial_frame` of ended trials (final status)
+        and of running ones (status ``running``), merged with the rows written before."""
+        def results(ended: bool) -> list[SimpleNamespace]:
+            ids = [t for t in dict.fromkeys([*self.history, *self.ended]) if (t in self.ended) == ended]
+            return [SimpleNamespace(config=self.configs.get(t), metrics={"trial_id": t}, path=t, error=self.ended.get(t),
+                                    metrics_dataframe=pd.DataFrame(self.history.get(t, []))) for t in ids]
+
+        parts = [trial_frame(results(ended), self.info, finished=ended) for ended in (True, False)]
+        new = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else parts[0]
+        return _merge(self.previous, new)
+
+    def write(self) -> None:
+        frame = self.frame()
+        best, _ = best_config(frame, self.info) if len(frame) else (None, None)
+        texts = schema.experiment_texts(self.info, frame, best.to_dict() if best else None)
+        for name in (schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):  # experiment.json stays 'running'
+            if name in texts:
+                storage.write_text_atomic(storage.join(self.path, name), texts[name])
+
+
+def _error_text(trial: Any) -> str:
+    path = getattr(trial, "error_file", None)
+    try:
+        lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()] if path else []
+    except OSError:
+        lines = []
+    return lines[-1][:300] if lines else "errored (see the trial's error.txt)"
+
+
+def _merge(previous: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    """``new`` plus the rows of ``previous`` that it does not replace (see :class:`LiveOutputs`)."""
+    if previous is None or not len(previous):
+        return new
+    if not len(new):
+        return previous
+    previous = previous.reindex(columns=new.columns)
+    old = previous[~previous["trial_id"].isin(new["trial_id"])]
+    cont = previous[previous["trial_id"].isin(new["trial_id"])]
+    first = new.groupby("trial_id")["epoch"].min()
+    cont = cont[cont["epoch"] < cont["trial_id"].map(first)]
+    last = new.groupby("trial_id").tail(1).set_index("trial_id")
+    cont = cont.assign(status=cont["trial_id"].map(last["status"]), reason=cont["trial_id"].map(last["reason"]))
+    merged = pd.concat([p for p in (old, cont, new) if len(p)], ignore_index=True)
+    return merged.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
