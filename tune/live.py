@@ -102,6 +102,8 @@ class LiveOutputs(ray_tune.Callback):
                                     metrics_dataframe=pd.DataFrame(self.history.get(t, []))) for t in ids]
 
         parts = [trial_frame(results(ended), self.info, finished=ended) for ended in (True, False)]
+        running = parts[1]["status"] == schema.COMPLETED  # at the last epoch, but not ended yet
+        parts[1].loc[running, "status"] = schema.RUNNING
         new = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else parts[0]
         return _merge(self.previous, new)
 
