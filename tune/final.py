@@ -7,8 +7,7 @@
     python tune/final.py ray_results/confirmed --seeds 0 1 2 --out RESULTS_DIR  # confirmed configs (tune/confirm.py)
 
 Each config (a ``<task>.json`` written by ``tune/export.py`` or ``tune/confirm.py``, or any config
-file) is trained once
-per seed with :func:`ssot.trainer.run`. Each run record is written to
+file) is trained once per seed with :func:`ssot.trainer.run`. Each run record is written to
 ``RESULTS_DIR/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
 there is reused instead of retrained, so an interrupted final run continues where it stopped by
 rerunning the same command. The table (:mod:`tune.results`) is written to
