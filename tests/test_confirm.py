@@ -15,7 +15,7 @@ from ssot.config import SSOTConfig
 from tune import confirm, confirmation, schema, search
 from tune.experiment import SearchOptions, run_search
 from tune.final import collect_configs
-from tune.live import LiveOutputs
+from tune.live import LiveOutputs, public_url
 
 TINY = {"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 3}
 
@@ -131,6 +131,11 @@ def test_a_new_search_refuses_a_study_of_its_name_already_in_the_storage(searche
     code = search.main(["--task", "digits", "--name", "live", "--storage-path", str(tmp_path), "--optuna-storage", searched.storage])
     err = capsys.readouterr().err
     assert code == 2 and "already holds a study 'live/digits'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_experiment_json_records_the_storage_url_without_its_password():
+    assert public_url("postgresql://user:secret@db.example:5432/optuna") == "postgresql://user:***@db.example:5432/optuna"
+    assert public_url("sqlite:////tmp/o.db") == "sqlite:////tmp/o.db"
 
 
 # ------------------------------------------------------------------------------------ confirmation

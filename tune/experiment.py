@@ -21,7 +21,7 @@ from ssot.errors import ConfigError, SSOTError, check_output
 from tune import schema, storage
 from ssot.validators import DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from tune import space as spaces
-from tune.live import LiveOutputs, optuna_storage, study_name
+from tune.live import LiveOutputs, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
@@ -325,7 +325,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
                                early_stop=options.early_stop, grace_period=options.grace_period,
                                reduction_factor=options.reduction_factor, base_config=base.to_dict(),
                                validator_directions=DIRECTIONS,
-                               optuna_storage=options.optuna_storage,
+                               optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
                                optuna_study=study_name(root.rsplit("/", 1)[-1], base.task) if options.optuna_storage else None)
     trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
     if resume and ray_tune.Tuner.can_restore(path):

@@ -56,6 +56,13 @@ def optuna_storage(url: str) -> Any:
         raise ConfigError(f"--optuna-storage {url} cannot be opened as an Optuna storage ({first}). {hint}.") from None
 
 
+def public_url(url: str) -> str:
+    """``url`` as ``experiment.json`` records it: a password in it is masked (``***``)."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def study_name(experiment_name: str, task: str) -> str:
     """The Optuna study of one task's search: ``<experiment name>/<task>``."""
     return f"{experiment_name}/{task}"
