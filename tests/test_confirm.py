@@ -38,7 +38,7 @@ class Snapshots(ray_tune.Callback):
 @pytest.fixture(scope="module")
 def ray_local():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never a cluster of another test
     yield ray
     ray.shutdown()
 
