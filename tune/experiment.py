@@ -21,7 +21,7 @@ from ssot.errors import ConfigError, SSOTError, check_output
 from tune import schema, storage
 from ssot.validators import DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from tune import space as spaces
-from tune.live import LiveOutputs, optuna_storage, public_url, study_name
+from tune.live import LiveOutputs, last_error_line, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
@@ -129,12 +129,8 @@ class DropEndedCheckpoints(ray_tune.Callback):
 
 def _error_summary(trial: Any) -> str:
     """The last line of a trial's error and where its full traceback is."""
-    path = trial.error_file or (f"{trial.local_path}/error.txt" if trial.local_path else None)
-    try:
-        lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()] if path else []
-    except OSError:
-        lines = []
-    return f"{lines[-1][:200] if lines else 'see its log'} (traceback: {path})"
+    line, path = last_error_line(trial)
+    return f"{line[:200] if line else 'see its log'} (traceback: {path})"
 
 
 def base_config(options: SearchOptions) -> SSOTConfig:

@@ -13,6 +13,7 @@ the study's name is ``<experiment name>/<task>`` (:func:`study_name`).
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -83,6 +84,7 @@ class LiveOutputs(ray_tune.Callback):
         self.configs: dict[str, dict[str, Any]] = {}
         self.ended: dict[str, str | None] = {}  # trial id -> its error text (None: no error)
         self.previous: pd.DataFrame | None = None
+        self.failed = False
 
     def setup(self, **info: Any) -> None:
         done = collect(self.path).trials if storage.exists(storage.join(self.path, schema.TRIALS_FILE)) else None
@@ -97,7 +99,8 @@ class LiveOutputs(ray_tune.Callback):
         self.write()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.configs[trial.trial_id], self.ended[trial.trial_id] = dict(trial.config), _error_text(trial)
+        self.configs[trial.trial_id] = dict(trial.config)
+        self.ended[trial.trial_id] = last_error_line(trial)[0] or "errored (see the trial's error.txt)"
         self.write()
 
     def frame(self) -> pd.DataFrame:
@@ -115,21 +118,30 @@ class LiveOutputs(ray_tune.Callback):
         return _merge(self.previous, new)
 
     def write(self) -> None:
-        frame = self.frame()
-        best, _ = best_config(frame, self.info) if len(frame) else (None, None)
-        texts = schema.experiment_texts(self.info, frame, best.to_dict() if best else None)
-        for name in (schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):  # experiment.json stays 'running'
-            if name in texts:
-                storage.write_text_atomic(storage.join(self.path, name), texts[name])
+        """Write the files; a failure (e.g. a storage that is briefly unreachable) is printed
+        once and never stops the search (its files are written again when it ends)."""
+        try:
+            frame = self.frame()
+            best, _ = best_config(frame, self.info) if len(frame) else (None, None)
+            texts = schema.experiment_texts(self.info, frame, best.to_dict() if best else None)
+            for name in (schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):  # experiment.json stays 'running'
+                if name in texts:
+                    storage.write_text_atomic(storage.join(self.path, name), texts[name])
+        except Exception as exc:  # noqa: BLE001 - a live view must not end a search of hours
+            if not self.failed:
+                print(f"warning: live {schema.TRIALS_FILE} not written ({type(exc).__name__}: {exc}); "
+                      "it is written when the search ends", file=sys.stderr, flush=True)
+            self.failed = True
 
 
-def _error_text(trial: Any) -> str:
-    path = getattr(trial, "error_file", None)
+def last_error_line(trial: Any) -> tuple[str | None, str | None]:
+    """The last line of an errored trial's traceback (None when unreadable) and the file's path."""
+    path = trial.error_file or (f"{trial.local_path}/error.txt" if trial.local_path else None)
     try:
         lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()] if path else []
     except OSError:
         lines = []
-    return lines[-1][:300] if lines else "errored (see the trial's error.txt)"
+    return (lines[-1][:300] if lines else None), path
 
 
 def _merge(previous: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
