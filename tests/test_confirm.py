@@ -102,6 +102,17 @@ def test_live_outputs_keep_earlier_rows_of_a_resumed_search(searched, tmp_path):
     assert (tmp_path / schema.EXPERIMENT_FILE).read_text() == meta  # experiment.json is the search's to write
 
 
+def test_a_failed_live_write_is_one_warning_and_never_ends_the_search(searched, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    live = LiveOutputs(str(tmp_path / "file" / "exp"), json.loads((searched.folder / schema.EXPERIMENT_FILE).read_text()))
+    for k in range(2):
+        trial = SimpleNamespace(trial_id=f"t{k}", config={"lambda_ot": 1.0}, error_file=None)
+        live.on_trial_result(0, [], trial, {"epoch": 1, "target_acc": 0.5})
+        live.on_trial_complete(0, [], trial)
+    err = capsys.readouterr().err
+    assert err.count("warning: live trials.csv not written") == 1 and len(err.strip().splitlines()) == 1
+
+
 def test_the_optuna_study_holds_every_trial_with_its_value(searched):
     import optuna
 
