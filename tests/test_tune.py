@@ -33,7 +33,7 @@ def final_results(frame: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def ray_local():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never another test's cluster
     yield ray
     ray.shutdown()
 
