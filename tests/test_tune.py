@@ -233,7 +233,7 @@ def test_more_gpus_than_the_cluster_has_is_refused_within_seconds(tmp_path):
 def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp_path):
     args = ["--task", "digits", "--num-samples", "4", "--epochs", "3", "--set", "pretrain_epochs=2",
             "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--storage-path", str(tmp_path),
-            "--name", "crash", "--grace-period", "1", "--verbose", "0"]
+            "--name", "crash", "--grace-period", "1", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     exp = tmp_path / "crash" / "digits"
     deadline = time.monotonic() + 240
@@ -257,6 +257,11 @@ def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp
     assert set(last["status"]) <= {"completed", "early-stopped"}
     assert json.loads((exp / "experiment.json").read_text())["status"] == "finished"
     assert "finished; table" in resumed.stdout
+    # the resumed search kept the same Optuna study: every trial, with its last value (tune/live.py)
+    import optuna
+
+    study = optuna.load_study(study_name="crash/digits", storage=f"sqlite:///{tmp_path}/optuna.db")
+    assert sorted(t.value for t in study.trials) == pytest.approx(sorted(last["target_acc"]))
 
 
 @pytest.mark.slow
