@@ -169,9 +169,11 @@ var PLOT_CONFIG = $plot_config;
     for (var i = 0; i < all.length; i++) {
       all[i].hidden = !everything && all[i].getAttribute("data-key") !== key;
     }
-    var modal = document.querySelectorAll("[data-view]");
+    var modal = document.querySelectorAll("[data-view], p.best-line");
     for (var j = 0; j < modal.length; j++) {
-      modal[j].hidden = !everything && modal[j].getAttribute("data-view") !== mode;
+      var view = modal[j].getAttribute("data-view") ||
+        (modal[j].className.match(/mode-(\S+)/) || [])[1];
+      modal[j].hidden = !everything && view !== mode;
     }
     var rows = document.querySelectorAll("table.cross tr.pick");
     for (var k = 0; k < rows.length; k++) {

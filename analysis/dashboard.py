@@ -171,7 +171,7 @@ def _build_section(
     made = view_figures(experiment, table, key, bins, evaluator)
     figures, static, heatmaps, others = made.figures, made.static, made.heatmaps, made.others
     best_lines = "".join(
-        f'<p class="mode-{v.key} best-line" data-view="{v.key}">'
+        f'<p class="mode-{v.key} best-line">'
         f"{_best_trial_line(experiment, table, made.results[v.key], v.key)}</p>"
         for v in made.views
     )

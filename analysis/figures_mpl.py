@@ -9,6 +9,7 @@ only through its object API on an Agg canvas: no pyplot, no global backend state
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +99,7 @@ def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool 
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.annotate(_heatmap_notes(info), xy=(0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label),
+    ax.annotate(textwrap.fill(_heatmap_notes(info), 100), xy=(0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label),
                 xytext=(0, -3), textcoords="offset points", fontsize=6.5, color="#666",
                 ha="left", va="top")
     return figure

@@ -51,7 +51,7 @@ def plot_div(div_id: str, view: str | None = None) -> str:
     """A plot container; one of a view carries ``data-view`` (the page shows one view at a time)."""
     if not view:
         return f'<div class="plot" id="{div_id}"></div>'
-    return f'<div class="plot mode-{view}" data-view="{view}" id="{div_id}"></div>'
+    return f'<div class="plot mode-{view}" id="{div_id}" data-view="{view}"></div>'
 
 
 @dataclass
