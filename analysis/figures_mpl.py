@@ -39,17 +39,21 @@ _MARKERS = {"circle": "o", "x": "x", "diamond-x": "D", "square-x": "s", "triangl
 _SIZE = (6.8, 5.2)  # inches; the Plotly static size is 680 x 520 px
 
 
-def _new_figure() -> Figure:
+def _new_figure(**margins: float) -> Figure:
+    """A figure on an Agg canvas with fixed margins (a constrained layout costs more than the
+    drawing itself)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=_SIZE, layout="constrained")
+    figure = Figure(figsize=_SIZE)
     FigureCanvasAgg(figure)  # the Agg backend, explicitly
+    figure.subplots_adjust(**{"left": 0.11, "right": 0.97, "bottom": 0.11, "top": 0.86, **margins})
     return figure
 
 
 def _titles(figure: Figure, title: str, subtitle: str) -> None:
-    figure.suptitle(f"{title}\n{subtitle}" if title else subtitle, x=0.02, ha="left", fontsize=10)
+    figure.text(0.02, 0.985, title, ha="left", va="top", fontsize=11)
+    figure.text(0.02, 0.935, subtitle, ha="left", va="top", fontsize=9, color="#444")
 
 
 def _empty(figure: Figure, message: str) -> None:
@@ -66,7 +70,7 @@ def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool 
     """
     from matplotlib.patches import Rectangle
 
-    figure = _new_figure()
+    figure = _new_figure(left=0.16, right=1.0, bottom=0.17)
     _titles(figure, title, view_subtitle(info.mode, info.n_trials + info.n_unplaced))
     if info.n_trials == 0:
         _empty(figure, "no trial in this view")
@@ -99,9 +103,8 @@ def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool 
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    ax.annotate(textwrap.fill(_heatmap_notes(info), 100), xy=(0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label),
-                xytext=(0, -3), textcoords="offset points", fontsize=6.5, color="#666",
-                ha="left", va="top")
+    figure.text(0.02, 0.01, textwrap.fill(_heatmap_notes(info), 140), fontsize=6.5, color="#666",
+                ha="left", va="bottom")
     return figure
 
 
