@@ -90,7 +90,7 @@ def marginal_figure(infos: Sequence[MarginalInfo], view: str, title: str = "") -
             )
         axis = {"title": {"text": param_label(info.param)}}
         if info.kind == "log":
-            axis["type"] = "log"
+            axis.update(type="log", dtick=1)  # a tick per decade
         elif info.kind == "categorical":
             axis.update(type="category", categoryorder="array",
                         categoryarray=[format_value(v) for v in info.grid] or None)
