@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from analysis.figures import TEMPLATE, _empty_figure, _title, param_label
 from analysis.frames import format_value
@@ -69,32 +68,36 @@ def marginal_figure(infos: Sequence[MarginalInfo], view: str, title: str = "") -
     subtitle = f"{view_subtitle(view, n_trials)}; line: model estimate (random-forest partial dependence)"
     if not infos:
         return _empty_figure(title, subtitle, "no hyperparameter varies in this search")
-    figure = make_subplots(rows=1, cols=len(infos), shared_yaxes=True, horizontal_spacing=0.03)
-    for column, info in enumerate(infos, start=1):
-        xs = [format_value(v) for v in info.trial_values] if info.kind == "categorical" else list(info.trial_values)
-        figure.add_trace(
-            go.Scatter(x=xs, y=100 * info.trial_acc, mode="markers", name="trials",
-                       marker={"size": 6, "color": "#555", "opacity": 0.6},
-                       showlegend=column == 1, legendgroup="trials",
-                       hovertemplate=f"{info.param} " + "%{x}<br>acc %{y:.2f}%<extra>trial</extra>"),
-            row=1, col=column,
-        )
+    traces: list[dict] = []
+    axes: dict[str, dict] = {}
+    gap, width = 0.03, (1.0 - 0.03 * (len(infos) - 1)) / len(infos)
+    for column, info in enumerate(infos):
+        name = "x" if column == 0 else f"x{column + 1}"  # one x axis per panel, one shared y axis
+        categorical = info.kind == "categorical"
+        xs = [format_value(v) for v in info.trial_values] if categorical else list(info.trial_values)
+        traces.append(dict(
+            type="scatter", x=xs, y=list(100 * info.trial_acc), xaxis=name, mode="markers",
+            name="trials", marker={"size": 6, "color": "#555", "opacity": 0.6},
+            showlegend=column == 0, legendgroup="trials",
+            hovertemplate=f"{info.param} " + "%{x}<br>acc %{y:.2f}%<extra>trial</extra>",
+        ))
         if len(info.estimate):
-            grid = [format_value(v) for v in info.grid] if info.kind == "categorical" else info.grid
-            figure.add_trace(
-                go.Scatter(x=grid, y=100 * info.estimate, mode="lines+markers" if info.kind == "categorical" else "lines",
-                           name="model estimate", line={"color": "#e45756", "width": 2.5},
-                           showlegend=column == 1, legendgroup="estimate",
-                           hovertemplate=f"{info.param} " + "%{x}<br>model estimate %{y:.2f}%<extra></extra>"),
-                row=1, col=column,
-            )
-        axis = {"title": {"text": param_label(info.param)}}
+            traces.append(dict(
+                type="scatter", x=[format_value(v) for v in info.grid] if categorical else list(info.grid),
+                y=list(100 * info.estimate), xaxis=name, mode="lines+markers" if categorical else "lines",
+                name="model estimate", line={"color": "#e45756", "width": 2.5},
+                showlegend=column == 0, legendgroup="estimate",
+                hovertemplate=f"{info.param} " + "%{x}<br>model estimate %{y:.2f}%<extra></extra>",
+            ))
+        axis: dict = {"title": {"text": param_label(info.param)}, "anchor": "y",
+                      "domain": [column * (width + gap), column * (width + gap) + width]}
         if info.kind == "log":
             axis.update(type="log", dtick=1)  # a tick per decade
-        elif info.kind == "categorical":
+        elif categorical:
             axis.update(type="category", categoryorder="array",
                         categoryarray=[format_value(v) for v in info.grid] or None)
-        figure.update_xaxes(**axis, row=1, col=column)
+        axes["xaxis" if column == 0 else f"xaxis{column + 1}"] = axis
+    figure = go.Figure(data=traces, layout=axes)
     notes = sorted({i.note for i in infos if i.note})
     annotations = [{"text": notes[0], "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
                     "showarrow": False, "font": {"size": 13, "color": "#555"},
