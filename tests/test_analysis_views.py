@@ -270,15 +270,16 @@ def test_a_running_search_is_drawn_and_flagged_partial(built) -> None:
 
 def test_static_pdfs_without_a_browser(results: Path, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no chromium on it
-    monkeypatch.delenv("BROWSER_PATH", raising=False)
-    monkeypatch.setitem(sys.modules, "kaleido", None)  # "import kaleido" fails
-
     def no_browser(*args, **kwargs):
         raise RuntimeError("kaleido must not be used for the default static figures")
 
+    # patched before kaleido is hidden: plotly.io caches whether kaleido imports when it first
+    # loads its kaleido module, and later tests need the real answer
     monkeypatch.setattr("plotly.io.write_images", no_browser)
     monkeypatch.setattr("plotly.io.write_image", no_browser)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no chromium on it
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+    monkeypatch.setitem(sys.modules, "kaleido", None)  # "import kaleido" fails
     result = build_dashboard(results / "asha", out=tmp_path / "d.html", figures_dir=tmp_path / "fig")
     folder = tmp_path / "fig"
     pdfs = sorted(p.name for p in folder.glob("*.pdf"))
