@@ -196,6 +196,12 @@ def _with_gaps(curves: pd.DataFrame, columns: Sequence[str]) -> dict[str, list[A
     return out
 
 
+def curves_subtitle(curves: pd.DataFrame) -> str:
+    """The learning curves' subtitle, with their number of trials (shared by both renderers)."""
+    n_trials = curves["trial_id"].nunique() if len(curves) else 0
+    return f"target accuracy per epoch of every trial ({n_trials}); markers: where a trial stopped"
+
+
 def learning_curves_figure(
     curves: pd.DataFrame, max_epochs: int, title: str = "", source_only: float | None = None
 ) -> go.Figure:
@@ -215,7 +221,7 @@ def learning_curves_figure(
     source_only : float, optional
         Target accuracy before adaptation, in [0, 1] (a dashed line).
     """
-    subtitle = "target accuracy per epoch of every trial; markers: where a trial stopped"
+    subtitle = curves_subtitle(curves)
     if curves.empty:
         return _empty_figure(title, subtitle, "no epoch recorded")
     figure = go.Figure()

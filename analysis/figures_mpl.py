@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.bins import HeatmapInfo
-from analysis.figures import STATUS_STYLE, _heatmap_notes
+from analysis.figures import STATUS_STYLE, _heatmap_notes, curves_subtitle
 from analysis.views import view_subtitle
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def learning_curves_figure_mpl(
     """Target accuracy per epoch of every trial, coloured by status, as
     :func:`analysis.figures.learning_curves_figure` draws it (same frame, same markers)."""
     figure = _new_figure()
-    _titles(figure, title, "target accuracy per epoch of every trial; markers: where a trial stopped")
+    _titles(figure, title, curves_subtitle(curves))
     if curves.empty:
         _empty(figure, "no epoch recorded")
         return figure

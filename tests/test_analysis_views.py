@@ -249,6 +249,7 @@ def test_default_heatmaps_use_every_trial_and_say_so(built) -> None:
     assert "model estimate" in marginal and "; 20 trials" in marginal
     for kind in ("parallel", "importance", "marginal"):
         assert "; 3 trials" in _subtitle(figures[f"{asha}-{kind}-final"]), kind
+    assert "every trial (20)" in _subtitle(figures[f"{asha}-curves"])
     assert "highest rung that at least half of its trials reached" in " ".join(page.split())
 
 
