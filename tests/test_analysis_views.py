@@ -313,7 +313,10 @@ def test_plotly_backend_without_kaleido_is_one_warning(results: Path, tmp_path: 
 
 
 def test_help_needs_no_matplotlib() -> None:
-    code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = ['sensitivity.py', '--help'];"
+    code = ("import sys, analysis, analysis.sensitivity;"
+            "loaded = [m for m in ('matplotlib', 'torch', 'ray', 'ssot') if m in sys.modules];"
+            "assert not loaded, loaded;"  # matplotlib is imported only when figures are drawn
+            "sys.modules['matplotlib'] = None; sys.argv = ['sensitivity.py', '--help'];"
             "import runpy; runpy.run_path('analysis/sensitivity.py', run_name='__main__')")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
