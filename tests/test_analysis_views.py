@@ -298,6 +298,14 @@ def test_static_pdfs_without_a_browser(results: Path, tmp_path: Path,
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000, name
     assert len(result.images) == 2 * len(expected)
     assert not [p for p in result.problems if "static" in p.message]
+    # the files draw the default view, from the same info as the dashboard's Plotly figure
+    from analysis.view_figures import view_figures
+
+    experiment, table = _asha(results)
+    static = view_figures(experiment, table, "e0", "decades").static["digits__asha__lambda_ot__lambda_ent"]
+    texts = [t.get_text() for t in static.draw().texts]
+    assert "accuracy at epoch 5 (every trial that reached it, an ASHA rung); 20 trials" in texts
+    assert texts[1] in _subtitle(static.plotly.to_plotly_json())
 
 
 def test_plotly_backend_without_kaleido_is_one_warning(results: Path, tmp_path: Path,
