@@ -8,9 +8,12 @@ Data first (pure functions returning frames and info objects)::
     experiments, problems = load_experiments("ray_results")
     table = trial_table(experiments[0])              # one row per trial
     results = final_results(table, mode="final")     # or mode="best"
-    info = heatmap_info(results, "lambda_ot", "lambda_ent", experiments[0].space)
+    views, by_view = experiment_views(experiments[0], table)  # + "epoch<R>" per ASHA rung
+    info = heatmap_info(by_view["epoch5"], "lambda_ot", "lambda_ent", experiments[0].space,
+                        mode="epoch5")
 
-then figures (``heatmap_figure(info)``, ...) and the whole dashboard
+then figures (``heatmap_figure(info)``, or ``heatmap_figure_mpl(info)`` with matplotlib for
+papers, ...) and the whole dashboard
 (``build_dashboard("ray_results")``, also ``python analysis/sensitivity.py ray_results``).
 """
 
@@ -41,7 +44,11 @@ from analysis.frames import (
     source_only_accuracy,
     trial_table,
 )
-from analysis.importance import ImportanceInfo, importance_info
+from analysis.figures_mpl import heatmap_figure_mpl, learning_curves_figure_mpl
+from analysis.figures_views import importances_figure, marginal_figure
+from analysis.importance import MIN_TRIALS, ImportanceInfo, importance_info, importance_infos
+from analysis.marginal import MarginalInfo, marginal_infos
+from analysis.views import View, default_view, experiment_views, view_results
 from analysis.paper import paper_accuracy_path, read_paper_accuracy
 
 __all__ = [
@@ -53,6 +60,9 @@ __all__ = [
     "ImportanceInfo",
     "MODES",
     "MODE_LABELS",
+    "MIN_TRIALS",
+    "MarginalInfo",
+    "View",
     "NoExperimentsError",
     "ParamSpec",
     "Problem",
@@ -60,6 +70,15 @@ __all__ = [
     "best_trial",
     "build_dashboard",
     "cross_task_table",
+    "default_view",
+    "experiment_views",
+    "heatmap_figure_mpl",
+    "importances_figure",
+    "importance_infos",
+    "learning_curves_figure_mpl",
+    "marginal_figure",
+    "marginal_infos",
+    "view_results",
     "export_images",
     "final_results",
     "heatmap_figure",

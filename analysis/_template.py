@@ -3,8 +3,9 @@
 Kept in a Python module so that it ships with the package without any package-data setting.
 The script draws a plot the first time its container becomes visible, records every script
 error in the page's "Warnings" box, and reads/writes the selection in the URL fragment
-(``#task=e0&mode=best``, ``&view=all`` shows every experiment in both views) so that a view
-can be linked to.
+(``#task=e0&mode=best``, ``mode=epoch5`` for an ASHA rung, ``&view=all`` shows every experiment
+in every view) so that a view can be linked to. The view selector is rebuilt for each experiment
+from ``VIEWS`` (its views and its default view, :mod:`analysis.views`).
 """
 
 PAGE = r"""<!DOCTYPE html>
@@ -43,6 +44,8 @@ PAGE = r"""<!DOCTYPE html>
   .best-line { font-size: 14px; }
   section.experiment { border-top: 2px solid #ccc; margin-top: 18px; }
   h2 small { font-weight: normal; color: #666; font-size: 14px; }
+  .partial { border: 2px solid #d97706; background: #fff4e0; padding: 8px 12px; border-radius: 4px;
+             font-size: 14px; }
   [hidden] { display: none !important; }
 </style>
 </head>
@@ -50,18 +53,22 @@ PAGE = r"""<!DOCTYPE html>
 <header>
   <h1>SSOT-Tune sensitivity</h1>
   <label>Experiment <select id="task">$options</select></label>
-  <span>
-    <label><input type="radio" name="mode" value="final" checked> final-epoch accuracy</label>
-    <label><input type="radio" name="mode" value="best"> best accuracy reached</label>
-  </span>
-  <label title="every experiment and both views on one page, e.g. to print">
+  <span id="modes" title="which trials and which accuracy every figure uses"></span>
+  <label title="every experiment and every view on one page, e.g. to print">
     <input type="checkbox" id="show-all"> show all</label>
   <span class="meta">Showing: <span class="mode-label" id="mode-label">$mode_final</span></span>
 </header>
 <main>
 <p class="meta">Results folder <code>$root</code>, generated $generated.
-Final-epoch view: $mode_final. Best-reached view: $mode_best;
-diverged and errored trials are in neither.
+Views (each figure names its view and its number of trials): <b>epoch R</b>, for every ASHA
+rung R (an epoch at which the scheduler compares trials): the accuracy at epoch R of every trial
+that reached it, whatever happened to it later, so that trials are compared at one budget;
+<b>final epoch</b>: $mode_final; <b>best reached</b>: $mode_best (diverged and errored trials are
+in neither). An ASHA search opens on the highest rung that at least half of its trials reached
+(the last epoch counting as the final-epoch view), or its lowest rung when none is; any other
+search opens on the final-epoch view; the final-epoch view is always one click away.
+Importances (fANOVA and PED-ANOVA, through Optuna) and the marginal effects (a random forest's
+partial dependence, a model estimate) are fitted only on views of at least $min_trials trials.
 Grid searches have one cell per grid value. Log axes of TPE and random searches have one cell
 per decade, centred on it like the paper's grid (0.001, 0.01, 0.1, 1, 10): the cell of
 10<sup>k</sup> spans [10<sup>k&minus;&frac12;</sup>, 10<sup>k+&frac12;</sup>), e.g. 0.01 covers
@@ -94,14 +101,49 @@ $sections
 <script type="text/javascript">
 var FIGURES = $figures;
 var MODE_LABELS = $mode_labels;
+var VIEWS = $views;
 var PLOT_CONFIG = $plot_config;
 (function () {
   var select = document.getElementById("task");
   var showAll = document.getElementById("show-all");
   var rendered = {};
+  var chosen = null;  // the view picked by a click or the URL; else each experiment's default
 
-  function currentMode() {
-    return document.querySelector('input[name="mode"]:checked').value;
+  function viewsOf(key) {
+    return VIEWS[key] || {"default": "final", "views": []};
+  }
+
+  function currentMode(key) {
+    var info = viewsOf(key);
+    for (var i = 0; i < info.views.length; i++) {
+      if (info.views[i].key === chosen) { return chosen; }
+    }
+    return info["default"];
+  }
+
+  function labelOf(key, mode) {
+    var views = viewsOf(key).views;
+    for (var i = 0; i < views.length; i++) {
+      if (views[i].key === mode) { return views[i].label; }
+    }
+    return MODE_LABELS[mode] || mode;
+  }
+
+  function buildSelector(key, mode) {
+    var box = document.getElementById("modes");
+    box.textContent = "";
+    var views = viewsOf(key).views;
+    for (var i = 0; i < views.length; i++) {
+      var label = document.createElement("label");
+      var input = document.createElement("input");
+      input.type = "radio"; input.name = "mode"; input.value = views[i].key;
+      input.checked = views[i].key === mode;
+      input.addEventListener("change", function () { chosen = this.value; update(); });
+      label.appendChild(input);
+      label.appendChild(document.createTextNode(" " + views[i].short + " "));
+      if (views[i].key === viewsOf(key)["default"]) { label.title = "this experiment's default view"; }
+      box.appendChild(label);
+    }
   }
 
   function isShown(element) {
@@ -120,22 +162,25 @@ var PLOT_CONFIG = $plot_config;
 
   function update() {
     var key = select.value;
-    var mode = currentMode();
+    var mode = currentMode(key);
     var everything = showAll.checked;
+    buildSelector(key, mode);
     var all = document.querySelectorAll("section.experiment");
     for (var i = 0; i < all.length; i++) {
       all[i].hidden = !everything && all[i].getAttribute("data-key") !== key;
     }
-    var modal = document.querySelectorAll(".mode-final, .mode-best");
+    var modal = document.querySelectorAll("[data-view], p.best-line");
     for (var j = 0; j < modal.length; j++) {
-      modal[j].hidden = !everything && !modal[j].classList.contains("mode-" + mode);
+      var view = modal[j].getAttribute("data-view") ||
+        (modal[j].className.match(/mode-(\S+)/) || [])[1];
+      modal[j].hidden = !everything && view !== mode;
     }
     var rows = document.querySelectorAll("table.cross tr.pick");
     for (var k = 0; k < rows.length; k++) {
       rows[k].classList.toggle("current", rows[k].getAttribute("data-key") === key);
     }
     document.getElementById("mode-label").textContent =
-      everything ? "every experiment in both views" : MODE_LABELS[mode];
+      everything ? "every experiment in every view" : labelOf(key, mode);
     var plots = document.querySelectorAll(".plot");
     for (var p = 0; p < plots.length; p++) { if (isShown(plots[p])) { draw(plots[p]); } }
     var hash = "#task=" + key + "&mode=" + mode + (everything ? "&view=all" : "");
@@ -146,16 +191,12 @@ var PLOT_CONFIG = $plot_config;
     var params = new URLSearchParams(window.location.hash.replace(/^#/, ""));
     var key = params.get("task");
     if (key && select.querySelector('option[value="' + key + '"]')) { select.value = key; }
-    var mode = params.get("mode");
-    var radio = document.querySelector('input[name="mode"][value="' + mode + '"]');
-    if (radio) { radio.checked = true; }
+    chosen = params.get("mode");
     showAll.checked = params.get("view") === "all";
   }
 
   select.addEventListener("change", update);
   showAll.addEventListener("change", update);
-  var radios = document.querySelectorAll('input[name="mode"]');
-  for (var r = 0; r < radios.length; r++) { radios[r].addEventListener("change", update); }
   var picks = document.querySelectorAll("table.cross tr.pick");
   for (var q = 0; q < picks.length; q++) {
     picks[q].addEventListener("click", function () {

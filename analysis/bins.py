@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.experiments import ParamSpec
-from analysis.frames import Mode, format_value
+from analysis.frames import format_value
 from tune import schema
 
 __all__ = ["Bins", "AxisBins", "HeatmapInfo", "axis_bins", "heatmap_info"]
@@ -279,8 +279,8 @@ class HeatmapInfo:
         Trials placed in a cell.
     n_unplaced : int
         Trials whose values belong to no cell (e.g. off the grid); they are not drawn.
-    mode : {"final", "best"}
-        Which accuracy the cells hold.
+    mode : str
+        The view whose accuracy the cells hold (``"final"``, ``"best"``, ``"epoch<R>"``).
     """
 
     x: AxisBins
@@ -294,7 +294,7 @@ class HeatmapInfo:
     best_trial_id: str | None
     n_trials: int
     n_unplaced: int
-    mode: Mode
+    mode: str
 
 
 def heatmap_info(
@@ -304,7 +304,7 @@ def heatmap_info(
     space: Mapping[str, ParamSpec],
     *,
     bins: Bins | Mapping[str, Bins] = "decades",
-    mode: Mode = "final",
+    mode: str = "final",
 ) -> HeatmapInfo:
     """Aggregate trial accuracies into the cells of a pair of hyperparameters.
 
@@ -320,8 +320,8 @@ def heatmap_info(
     bins : "decades", int, sequence of float, or a Mapping from parameter name to those
         Binning of continuous axes, see :func:`axis_bins`. Grid and categorical axes always
         have one cell per value.
-    mode : {"final", "best"}
-        Recorded in the result, for labels.
+    mode : str
+        The view (``analysis.views``), recorded in the result for labels.
 
     Returns
     -------

@@ -3,11 +3,14 @@
 :func:`build_dashboard` reads every experiment under a results folder and writes
 
 * ``dashboard.html``: plotly.js is inlined (no network access at view time); a task selector;
-  a toggle between the final-epoch and the best-reached views; per experiment its heatmaps,
-  learning curves, parallel coordinates, importances and best config; a cross-task table beside
-  the paper's accuracies; a "Warnings" box listing every problem found (and any script error);
-* ``figures/<task>__<experiment>__<x>__<y>.png`` (or ``.svg``): each heatmap of the final-epoch
-  view, for papers (needs ``kaleido``; skipped with one warning if it cannot run).
+  a selector of the views (:mod:`analysis.views`: accuracy at each ASHA rung, final-epoch,
+  best-reached); per experiment and view its heatmaps, parallel coordinates, importances (fANOVA
+  and PED-ANOVA) and marginal effects, its learning curves and best config; a banner on a search
+  still running; a cross-task table beside the paper's accuracies; a "Warnings" box listing every
+  problem found (and any script error);
+* ``figures/<task>__<experiment>__<x>__<y>.pdf`` and ``.png``: each heatmap of the experiment's
+  default view, and ``<task>__<experiment>__curves.*``, the learning curves, for papers, drawn
+  with matplotlib (no browser needed; ``image_backend="plotly"`` uses kaleido instead).
 
 Only these derived files are written; the experiment folders are never modified. Plots are drawn
 lazily in the browser when their section is shown, so large result folders open quickly.
@@ -18,8 +21,7 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,29 +37,16 @@ from plotly.offline import get_plotlyjs
 
 from analysis._template import PAGE
 from analysis.experiments import Experiment, load_experiments
-from analysis.figures import (
-    heatmap_figure,
-    learning_curves_figure,
-    param_label,
-)
-from analysis.bins import Bins, heatmap_info
-from analysis.figures_trials import importance_figure, parallel_figure
-from analysis.frames import (
-    MODE_LABELS,
-    MODES,
-    Mode,
-    best_trial,
-    cross_task_table,
-    final_results,
-    learning_curves,
-    param_pairs,
-    source_only_accuracy,
-    trial_table,
-)
-from analysis.images import ImageFormat, export_images
-from analysis.importance import importance_info
+from analysis.bins import Bins
+from analysis.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
+from analysis.images import export_images
+from analysis.importance import MIN_TRIALS
 from analysis.paper import read_paper_accuracy
 from analysis.selection import regret_html
+from analysis.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
+from analysis.view_figures import plot_div as _plot_div
+from analysis.view_figures import view_figures
+from analysis.views import View
 from tune import schema
 from tune.schema import Problem
 
@@ -103,10 +92,6 @@ class DashboardResult:
 # --------------------------------------------------------------------------------------------
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
-
-
 @dataclass
 class _Section:
     """The figures and HTML of one experiment."""
@@ -114,27 +99,22 @@ class _Section:
     experiment: Experiment
     html: str
     figures: dict[str, go.Figure]
-    static: dict[str, go.Figure]  # file stem -> heatmap of the final-epoch view
+    static: dict[str, StaticFigure]  # file stem -> heatmap of the default view, learning curves
+    views: list[View] = field(default_factory=list)
+    default: str = "final"
 
 
-def _heatmap_title(experiment: Experiment, x: str, y: str) -> str:
-    return (
-        f"{experiment.task} ({experiment.search}): "
-        f"{param_label(y)} vs {param_label(x)}"
-    )
-
-
-def _status_summary(table: pd.DataFrame, results: Mapping[Mode, pd.DataFrame]) -> str:
+def _status_summary(table: pd.DataFrame, views: list[View], default: str) -> str:
     counts = table["status"].value_counts()
     parts = ", ".join(f"{int(n)} {status}" for status, n in counts.items())
+    uses = ", ".join(view.short for view in views)
+    chosen = next(v.short for v in views if v.key == default)
     return (
-        f"{len(table)} trials: {parts}. The final-epoch view uses {len(results['final'])} of "
-        f"them, the best-reached view {len(results['best'])}; diverged and errored trials are "
-        "in neither."
+        f"{len(table)} trials: {parts}. Trials per view: {uses}. This page opens on {chosen}."
     )
 
 
-def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: Mode) -> str:
+def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: str) -> str:
     """The view's best trial; in the final-epoch view, the trial of ``best_config.json`` (the one
     rule of :func:`tune.schema.best_trial` on the experiment's metric, ties to the lowest id)."""
     if mode == "final":
@@ -145,9 +125,10 @@ def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.Da
         value = f"{metric.name} {top[metric.name]:.4f}" if top is not None else ""
     else:
         top = results.iloc[0] if len(results) else None
-        rule, value = "best accuracy reached, ties to the lowest trial id", f"{100 * top['acc']:.2f}%" if top is not None else ""
+        what = "best accuracy reached" if mode == "best" else f"best accuracy at epoch {mode.removeprefix('epoch')}"
+        rule, value = f"{what}, ties to the lowest trial id", f"{100 * top['acc']:.2f}%" if top is not None else ""
     if top is None:
-        return f"No trial in the {MODE_LABELS[mode]} view."
+        return f"No trial in this view ({html.escape(MODE_LABELS.get(mode, mode))})."
     return (
         f'Best trial in this view ({html.escape(rule)}): <b data-trial="{html.escape(str(top["trial_id"]))}">'
         f"{html.escape(str(top['trial_id']))}</b>, {html.escape(value)} &mdash; <code>{html.escape(str(top['config']))}</code>"
@@ -168,9 +149,16 @@ def _config_block(experiment: Experiment, key: str) -> str:
     )
 
 
-def _plot_div(div_id: str, mode: Mode | None = None) -> str:
-    mode_class = f" mode-{mode}" if mode else ""
-    return f'<div class="plot{mode_class}" id="{div_id}"></div>'
+def _partial_banner(experiment: Experiment, table: pd.DataFrame) -> str:
+    """A visible note on a search that experiment.json says is still running."""
+    if experiment.status != "running":
+        return ""
+    running = int((table["status"] == "running").sum())
+    return (
+        '<p class="partial"><b>Partial results: this search is still running.</b> The page shows '
+        f"the {len(table)} trials written so far ({running} of them still running, drawn at their "
+        "last recorded epoch in the rung and best-reached views); regenerate it for the rest.</p>"
+    )
 
 
 def _build_section(
@@ -180,39 +168,12 @@ def _build_section(
     """Compute every figure of one experiment and the HTML that holds them."""
     key = f"e{index}"
     table = trial_table(experiment)
-    results = {mode: final_results(table, mode) for mode in MODES}
-    figures: dict[str, go.Figure] = {}
-    static: dict[str, go.Figure] = {}
-    heatmaps: list[str] = []
-    for number, (x, y) in enumerate(param_pairs(experiment.space)):
-        for mode in MODES:
-            info = heatmap_info(results[mode], x, y, experiment.space, bins=bins, mode=mode)
-            div_id = f"{key}-heat{number}-{mode}"
-            figures[div_id] = heatmap_figure(info, _heatmap_title(experiment, x, y))
-            heatmaps.append(_plot_div(div_id, mode))
-            if mode == "final":
-                stem = f"{_slug(experiment.task)}__{_slug(experiment.name)}__{x}__{y}"
-                static[stem] = figures[div_id]
-    curves_id = f"{key}-curves"
-    figures[curves_id] = learning_curves_figure(
-        learning_curves(experiment), experiment.max_epochs, f"{experiment.task}: learning curves",
-        source_only_accuracy(experiment),
-    )
-    others = [_plot_div(curves_id)]
-    for mode in MODES:
-        figures[f"{key}-parallel-{mode}"] = parallel_figure(
-            results[mode], experiment.space, mode,
-            f"{experiment.task}: hyperparameters to accuracy",
-        )
-        figures[f"{key}-importance-{mode}"] = importance_figure(
-            importance_info(results[mode], experiment.space, evaluator), mode,
-            f"{experiment.task}: hyperparameter importance",
-        )
-        others += [_plot_div(f"{key}-parallel-{mode}", mode),
-                   _plot_div(f"{key}-importance-{mode}", mode)]
+    made = view_figures(experiment, table, key, bins, evaluator)
+    figures, static, heatmaps, others = made.figures, made.static, made.heatmaps, made.others
     best_lines = "".join(
-        f'<p class="mode-{mode} best-line">{_best_trial_line(experiment, table, results[mode], mode)}</p>'
-        for mode in MODES
+        f'<p class="mode-{v.key} best-line">'
+        f"{_best_trial_line(experiment, table, made.results[v.key], v.key)}</p>"
+        for v in made.views
     )
     meta = experiment.meta
     header = (
@@ -222,7 +183,8 @@ def _build_section(
         f'<p class="meta">{html.escape(str(experiment.path))} &middot; dataset '
         f"{html.escape(experiment.dataset or '?')} &middot; started "
         f"{html.escape(str(meta.get('started') or '?'))}</p>"
-        f'<p class="meta">{html.escape(_status_summary(table, results))}</p>'
+        f'<p class="meta">{html.escape(_status_summary(table, made.views, made.default))}</p>'
+        f"{_partial_banner(experiment, table)}"
     )
     if not heatmaps:
         heatmaps.append('<p class="note">Fewer than two searched hyperparameters: no heatmap.</p>')
@@ -233,7 +195,7 @@ def _build_section(
         f'<h3>Trials</h3><div class="grid">{"".join(others)}</div>'
         f"{regret_html(meta, experiment.trials)}</section>"
     )
-    return _Section(experiment, body, figures, static)
+    return _Section(experiment, body, figures, static, made.views, made.default)
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,12 +282,18 @@ def _render_page(
         options=options,
         mode_final=html.escape(MODE_LABELS["final"]),
         mode_best=html.escape(MODE_LABELS["best"]),
+        min_trials=MIN_TRIALS,
         warnings=_warnings_html(problems),
         cross=_cross_task_html(cross, keys),
         sections="".join(s.html for s in sections),
         plotlyjs=get_plotlyjs(),
         figures=_figures_json(figures),
         mode_labels=json.dumps(MODE_LABELS),
+        views=json.dumps({
+            f"e{i}": {"default": s.default,
+                      "views": [{"key": v.key, "short": v.short, "label": v.label} for v in s.views]}
+            for i, s in enumerate(sections)
+        }).replace("</", "<\\/"),
         plot_config=json.dumps(_PLOT_CONFIG),
     )
 
@@ -341,7 +309,8 @@ def build_dashboard(
     out: str | os.PathLike[str] | None = None,
     figures_dir: str | os.PathLike[str] | None = None,
     images: bool = True,
-    image_format: ImageFormat = "png",
+    image_format: str | Sequence[str] = DEFAULT_FORMATS,
+    image_backend: Backend = "matplotlib",
     bins: Bins | Mapping[str, Bins] = "decades",
     paper_csv: str | os.PathLike[str] | None = None,
     evaluator: BaseImportanceEvaluator | None = None,
@@ -357,9 +326,12 @@ def build_dashboard(
     figures_dir : path-like, optional
         Where static heatmaps go; default ``root/figures``.
     images : bool
-        Write the static heatmap images.
-    image_format : {"png", "svg"}
-        Their format.
+        Write the static figures (heatmaps of each experiment's default view, learning curves).
+    image_format : str or sequence of {"pdf", "png", "svg"}
+        Their formats; default PDF and PNG.
+    image_backend : {"matplotlib", "plotly"}
+        ``"matplotlib"`` (default, no browser needed) or the dashboard's Plotly figures through
+        kaleido (needs Chrome or Chromium).
     bins : "decades", int, sequence of float, or Mapping of parameter name to those
         Binning of continuous axes (see ``analysis.frames.axis_bins``).
     paper_csv : path-like, optional
@@ -377,6 +349,8 @@ def build_dashboard(
         If ``root`` holds no readable experiment.
     """
     root_path = Path(root)
+    formats = [image_format] if isinstance(image_format, str) else list(image_format)
+    write_static({}, formats, image_backend)  # checks the arguments before any work
     experiments, problems = load_experiments(root_path)
     paper = read_paper_accuracy(Path(paper_csv) if paper_csv else None, problems)
     sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
@@ -384,7 +358,7 @@ def build_dashboard(
     if images:
         folder = Path(figures_dir) if figures_dir else root_path / FIGURES_DIR
         static = {folder / stem: fig for s in sections for stem, fig in s.static.items()}
-        written, image_problems = export_images(static, image_format)
+        written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
     out_path = Path(out) if out else root_path / DASHBOARD_FILE
     page = _render_page(root_path, sections, cross_task_table(experiments, paper), problems)

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.bins import HeatmapInfo
-from analysis.frames import MODE_LABELS
+from analysis.views import view_subtitle
 from tune import schema
 
 __all__ = [
@@ -136,7 +136,7 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
     info : HeatmapInfo
         From ``heatmap_info``.
     title : str
-        Figure title (the mode's label is added below it).
+        Figure title (the view's label and number of trials are added below it).
     show_values : bool
         Print each cell's best accuracy in it, as in the paper's figure.
 
@@ -147,7 +147,7 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
     interval, e.g. ``1e-3: [3.2e-4, 3.2e-3)``), best and mean accuracy, number of trials, and
     its best trial's id and config.
     """
-    subtitle = MODE_LABELS[info.mode]
+    subtitle = view_subtitle(info.mode, info.n_trials + info.n_unplaced)
     if info.n_trials == 0:
         return _empty_figure(title, subtitle, "no trial in this view")
     hover = [[_cell_hover(info, cy, cx) for cx in range(len(info.x))] for cy in range(len(info.y))]
@@ -196,6 +196,12 @@ def _with_gaps(curves: pd.DataFrame, columns: Sequence[str]) -> dict[str, list[A
     return out
 
 
+def curves_subtitle(curves: pd.DataFrame) -> str:
+    """The learning curves' subtitle, with their number of trials (shared by both renderers)."""
+    n_trials = curves["trial_id"].nunique() if len(curves) else 0
+    return f"target accuracy per epoch of every trial ({n_trials}); markers: where a trial stopped"
+
+
 def learning_curves_figure(
     curves: pd.DataFrame, max_epochs: int, title: str = "", source_only: float | None = None
 ) -> go.Figure:
@@ -215,7 +221,7 @@ def learning_curves_figure(
     source_only : float, optional
         Target accuracy before adaptation, in [0, 1] (a dashed line).
     """
-    subtitle = "target accuracy per epoch of every trial; markers: where a trial stopped"
+    subtitle = curves_subtitle(curves)
     if curves.empty:
         return _empty_figure(title, subtitle, "no epoch recorded")
     figure = go.Figure()

@@ -16,8 +16,9 @@ from plotly.colors import sample_colorscale
 
 from analysis.experiments import ParamSpec
 from analysis.figures import COLORSCALE, TEMPLATE, _empty_figure, _title, param_label
-from analysis.frames import MODE_LABELS, Mode, format_value
+from analysis.frames import format_value
 from analysis.importance import ImportanceInfo
+from analysis.views import view_label, view_subtitle
 
 __all__ = ["parallel_figure", "importance_figure"]
 
@@ -58,7 +59,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def parallel_figure(
-    results: pd.DataFrame, space: Mapping[str, ParamSpec], mode: Mode, title: str = "",
+    results: pd.DataFrame, space: Mapping[str, ParamSpec], mode: str, title: str = "",
     n_colors: int = 8,
 ) -> go.Figure:
     """Parallel coordinates of the searched hyperparameters to the accuracy.
@@ -73,8 +74,9 @@ def parallel_figure(
         From ``final_results``.
     space : Mapping of str to ParamSpec
         The experiment's space.
-    mode : {"final", "best"}
-        The view ``results`` was selected under (for the subtitle).
+    mode : str
+        The view ``results`` was selected under (``analysis.views``; for the subtitle, with the
+        number of trials).
     title : str
         Figure title.
     n_colors : int
@@ -82,7 +84,7 @@ def parallel_figure(
     """
     params = [p for p, s in space.items() if s.searched and p in results]
     if results.empty or not params:
-        return _empty_figure(title, MODE_LABELS[mode], "no trial in this view")
+        return _empty_figure(title, view_subtitle(mode, 0), "no trial in this view")
     results = results.sort_values("acc")
     acc = 100 * results["acc"].to_numpy(dtype=float)
     acc_low, acc_high = float(acc.min()), float(acc.max())
@@ -142,7 +144,7 @@ def parallel_figure(
         for position, label in axis_ticks
     ]
     figure.update_layout(
-        title=_title(title, MODE_LABELS[mode]), template=TEMPLATE, height=460,
+        title=_title(title, view_subtitle(mode, len(results))), template=TEMPLATE, height=460,
         shapes=shapes, annotations=annotations,
         xaxis={"tickmode": "array", "tickvals": x_positions, "ticktext": names,
                "showgrid": False, "zeroline": False, "range": [-0.5, len(names) - 0.7]},
@@ -157,9 +159,9 @@ def parallel_figure(
 # --------------------------------------------------------------------------------------------
 
 
-def importance_figure(info: ImportanceInfo, mode: Mode, title: str = "") -> go.Figure:
+def importance_figure(info: ImportanceInfo, mode: str, title: str = "") -> go.Figure:
     """Horizontal bars of each hyperparameter's importance (Optuna evaluator named below)."""
-    subtitle = f"{info.evaluator} on {info.n_trials} trials; {MODE_LABELS[mode]}"
+    subtitle = f"{info.label or info.evaluator} on {info.n_trials} trials; {view_label(mode)}"
     if not info.importances:
         return _empty_figure(title, subtitle, f"importance not computed: {info.note}")
     params = list(info.importances)[::-1]

@@ -13,7 +13,7 @@ from tune.schema import Problem
 
 __all__ = ["ImageFormat", "export_images"]
 
-ImageFormat = Literal["png", "svg"]
+ImageFormat = Literal["png", "svg", "pdf"]
 _STATIC_SIZE = {"width": 680, "height": 520}
 
 
@@ -28,7 +28,7 @@ def export_images(
     ----------
     figures : Mapping of Path to Figure
         Target file (its suffix is replaced by ``image_format``) to figure.
-    image_format : {"png", "svg"}
+    image_format : {"png", "svg", "pdf"}
 
     Returns
     -------
@@ -37,9 +37,9 @@ def export_images(
         One problem (naming the folder) if kaleido is missing or cannot start its browser; the
         images are then skipped, nothing else is affected.
     """
-    if image_format not in ("png", "svg"):
+    if image_format not in ("png", "svg", "pdf"):
         raise ValueError(
-            f"The 'image_format' parameter must be 'png' or 'svg'. Got {image_format!r} instead."
+            f"The 'image_format' parameter must be 'png', 'svg' or 'pdf'. Got {image_format!r} instead."
         )
     if not figures:
         return [], []

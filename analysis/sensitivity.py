@@ -2,7 +2,13 @@
 
     python analysis/sensitivity.py RESULTS_DIR          # or: python -m analysis.sensitivity
     # -> RESULTS_DIR/dashboard.html (self-contained, opens offline)
-    #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.png (one per heatmap)
+    #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
+    #    the experiment's default view) and <task>__<experiment>__curves.pdf/.png, drawn with
+    #    matplotlib: no browser needed (--image-backend plotly uses kaleido and Chromium instead)
+
+An ASHA search opens on the highest rung that at least half of its trials reached (the figures
+say which view and how many trials they use); the final-epoch view is one click away.
+A search still running is drawn as far as it got, with a banner saying that it is partial.
 
 Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
 stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
@@ -21,6 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR, build_dashboard  # noqa: E402
 from analysis.experiments import AnalysisError  # noqa: E402
+from analysis.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
 
 
 def _bins(text: str) -> str | int | list[float]:
@@ -52,10 +59,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help=f"HTML file to write (default: RESULTS_DIR/{DASHBOARD_FILE})")
     parser.add_argument("--figures-dir", type=Path, default=None,
                         help=f"folder of the static heatmaps (default: RESULTS_DIR/{FIGURES_DIR})")
-    parser.add_argument("--format", choices=("png", "svg"), default="png",
-                        help="static image format (default: png)")
+    parser.add_argument("--format", choices=FORMATS, nargs="+", default=list(DEFAULT_FORMATS),
+                        help="static figure formats (default: pdf png)")
+    parser.add_argument("--image-backend", choices=BACKENDS, default="matplotlib",
+                        help="draw the static figures with matplotlib (default, no browser "
+                             "needed) or write the dashboard's Plotly figures through kaleido "
+                             "(needs Chrome or Chromium)")
     parser.add_argument("--no-images", action="store_true",
-                        help="write the HTML only (static images need kaleido and Chromium)")
+                        help="write the HTML only")
     parser.add_argument("--bins", type=_bins, default="decades",
                         help="binning of log/linear axes of TPE and random searches: 'decades' "
                              "(default: on log axes one cell centred on each power of ten, "
@@ -75,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = build_dashboard(
             args.results_dir, out=args.out, figures_dir=args.figures_dir,
             images=not args.no_images, image_format=args.format, bins=args.bins,
+            image_backend=args.image_backend,
             paper_csv=args.paper_csv,
         )
     except AnalysisError as exc:
@@ -84,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
     print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
     if result.images:
-        print(f"wrote {len(result.images)} heatmap image(s) to {result.images[0].parent}")
+        print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
     return 0
 
 

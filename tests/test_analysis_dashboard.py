@@ -81,8 +81,9 @@ def test_dashboard_has_every_part(dashboard: Path, results: Path) -> None:
     assert figures is not None
     data = json.loads(figures.group(1).replace("<\\/", "</"))
     assert sorted(ids) == sorted(data)
-    # TPE: 6 pairs x 2 views; grid: 1 pair x 2 views; + curves, parallel x2, importance x2
-    assert len(ids) == 2 * (6 * 2 + 5) + (1 * 2 + 5)
+    # TPE: 6 pairs x 3 views (an ASHA rung at epoch 2, where t4 stopped; final; best); grid:
+    # 1 pair x 2 views; + curves, and per view parallel coordinates, importances, marginal effects
+    assert len(ids) == 2 * (6 * 3 + 1 + 3 * 3) + (1 * 2 + 1 + 2 * 3)
 
 
 def test_decade_cells_are_explained_and_hovered(dashboard: Path) -> None:
@@ -295,7 +296,7 @@ def test_dashboard_renders_in_headless_chromium(dashboard: Path, tmp_path: Path)
     scanner = _PlotScanner()
     scanner.feed(dom)
     assert scanner.errors_box_hidden, "the page reported a script error"
-    assert len(scanner.plots) == 41
+    assert len(scanner.plots) == 65
     not_drawn = [pid for pid, p in scanner.plots.items() if not (p["rendered"] and p["svg"])]
     assert not_drawn == []
 
@@ -306,6 +307,6 @@ def test_dashboard_renders_in_headless_chromium(dashboard: Path, tmp_path: Path)
     scanner.feed(dom)
     shown = {pid for pid, p in scanner.plots.items() if not p["hidden"]}
     assert shown and all(pid.startswith("e0-") and not pid.endswith("-final") for pid in shown)
-    assert len(shown) == 6 * 1 + 3  # 6 heatmaps, curves, parallel, importance
+    assert len(shown) == 6 * 1 + 4  # 6 heatmaps, curves, parallel, importances, marginal effects
     assert all(scanner.plots[pid]["rendered"] and scanner.plots[pid]["svg"] for pid in shown)
     assert "best accuracy reached (includes early-stopped trials)" in dom
