@@ -36,8 +36,12 @@ def cluster_env(**extra: str) -> dict[str, str]:
 
     An explicit address never auto-enables Ray's token authentication (Ray >= 2.5x): client and
     cluster must agree on ``RAY_AUTH_MODE``; the token is ``~/.ray/auth_token``, made by ``ray start``.
+    The test session keeps its own Ray on the loopback address with
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (tests/conftest.py), which also forbids adding nodes (a
+    worker node then looks for the head at the machine's interface address): a cluster sets it to 1
+    and puts every node on 127.0.0.1 with ``--node-ip-address``.
     """
-    return {**os.environ, "RAY_ADDRESS": "", "RAY_AUTH_MODE": "token", **extra}
+    return {**os.environ, "RAY_ADDRESS": "", "RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", **extra}
 
 
 @dataclass
@@ -53,17 +57,12 @@ class Cluster:
         return f"127.0.0.1:{self.port}"
 
     def add_node(self, num_cpus: int, resources: dict[str, float], timeout: float = 90.0) -> subprocess.Popen:
-        """``ray start --address`` a worker node with ``resources``; returns once the cluster has them.
-
-        The test session keeps Ray on the loopback address with
-        ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (tests/conftest.py), which also forbids adding nodes:
-        the node's own command sets it to 1.
-        """
+        """``ray start --address`` a worker node with ``resources``; returns once the cluster has them."""
         before = self.resources()
         node = subprocess.Popen(
             [RAY, "start", "--address", self.address, "--node-ip-address", "127.0.0.1", "--num-cpus", str(num_cpus),
              "--resources", json.dumps(resources), "--block", "--disable-usage-stats"],
-            env={**self.env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"}, stdout=subprocess.DEVNULL,
+            env=self.env, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True)
         self.nodes.append(node)
         deadline = time.monotonic() + timeout
