@@ -71,3 +71,22 @@ def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp
     assert sorted(info["retries"]) == sorted(frame["trial_id"].unique()) and set(info["retries"].values()) == {1}
     assert "2 trial(s) restarted from their last checkpoint after a failure" in out, out[-3000:]
     assert out.count("restart 1 of at most 2, from its last checkpoint") == 2, out[-3000:]
+
+
+def test_trial_resources_and_max_failures_are_checked_where_they_enter():
+    from ssot.errors import ConfigError
+    from tune.experiment import SearchOptions
+    from tune.search import build_parser, options_for
+
+    args = build_parser().parse_args(["--task", "digits", "--trial-resources", '{"worker_node": 1}', "--max-failures", "5"])
+    options = options_for(args, "digits", None)
+    assert options.trial_resources == {"worker_node": 1} and options.max_failures == 5
+    assert options_for(build_parser().parse_args(["--task", "digits"]), "digits", None).max_failures == 2
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--task", "digits", "--trial-resources", "worker_node=1"])
+    with pytest.raises(ConfigError, match="'trial_resources' parameter must map custom resource names .* Got 'CPU': 1"):
+        SearchOptions(task="digits", trial_resources={"CPU": 1}).validate()
+    with pytest.raises(ConfigError, match="Got 'worker_node': 0 instead"):
+        SearchOptions(task="digits", trial_resources={"worker_node": 0}).validate()
+    with pytest.raises(ConfigError, match="'max_failures' parameter must be an int >= 0. Got -1 instead"):
+        SearchOptions(task="digits", max_failures=-1).validate()
