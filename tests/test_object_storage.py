@@ -144,3 +144,15 @@ def test_readers_of_an_empty_or_unreachable_store_say_so_in_one_line(s3, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Cannot read the experiments under s3://" in err
     assert sensitivity.main([f"s3://{s3}/runs"]) == 2 and "pass --out" in capsys.readouterr().err
+
+
+def test_wrong_credentials_are_one_line_and_exit_2(s3, monkeypatch, capsys):
+    import moto.settings
+
+    from tune.search import main
+
+    monkeypatch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # the server now checks every request's keys
+    assert main(["--task", "digits", "--storage-path", f"s3://{s3}/runs", "--num-cpus", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--storage-path s3://{s3}/runs cannot be written" in err, err
+    assert "AWS_ACCESS_KEY_ID" in err and "Traceback" not in err
