@@ -110,7 +110,7 @@ def join(root: str, *parts: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
+    return " ".join(str(exc).split())[:300].rstrip(". ") or type(exc).__name__
 
 
 def check_storage(uri: str, what: str = "--storage-path") -> None:
