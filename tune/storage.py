@@ -2,7 +2,7 @@
 
 Object storage (``s3://bucket/prefix``) goes through :class:`pyarrow.fs.S3FileSystem`, as Ray
 Tune's own ``storage_path`` does, so both find the store and the credentials the same way, from
-the standard AWS environment variables (honoured by pyarrow >= 15; checked with pyarrow 26):
+the standard AWS environment variables (checked with pyarrow 26, tests/test_object_storage.py):
 ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (an S3-compatible server such as MinIO or moto;
 unset for AWS itself), ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` (or a profile of
 ``~/.aws``) and ``AWS_DEFAULT_REGION`` (or ``AWS_REGION``). Every node of a Ray cluster writes
