@@ -36,7 +36,7 @@ from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
 from analysis._template import PAGE
-from analysis.experiments import Experiment, load_experiments
+from analysis.experiments import AnalysisError, Experiment, load_experiments
 from analysis.bins import Bins
 from analysis.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
 from analysis.images import export_images
@@ -47,7 +47,7 @@ from analysis.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
 from analysis.view_figures import plot_div as _plot_div
 from analysis.view_figures import view_figures
 from analysis.views import View
-from tune import schema
+from tune import schema, storage
 from tune.schema import Problem
 
 __all__ = ["DashboardResult", "build_dashboard", "export_images", "DASHBOARD_FILE", "FIGURES_DIR"]
@@ -264,7 +264,7 @@ _PAGE = Template(PAGE)
 
 
 def _render_page(
-    root: Path, sections: list[_Section], cross: pd.DataFrame, problems: list[Problem]
+    root: Path | str, sections: list[_Section], cross: pd.DataFrame, problems: list[Problem]
 ) -> str:
     keys = {s.experiment.key: f"e{i}" for i, s in enumerate(sections)}
     options = "".join(
@@ -276,7 +276,7 @@ def _render_page(
     for section in sections:
         figures.update(section.figures)
     return _PAGE.substitute(
-        title=html.escape(f"SSOT-Tune sensitivity dashboard: {root.name or root}"),
+        title=html.escape(f"SSOT-Tune sensitivity dashboard: {str(root).rstrip('/').rsplit('/', 1)[-1] or root}"),
         root=html.escape(str(root)),
         generated=datetime.now().strftime("%Y-%m-%d %H:%M"),
         options=options,
@@ -319,12 +319,14 @@ def build_dashboard(
 
     Parameters
     ----------
-    root : path-like
-        A results folder (searched recursively for ``experiment.json``).
+    root : path-like or str
+        A results folder (searched recursively for ``experiment.json``), or a URI
+        (``s3://bucket/prefix``) whose dashboard is written locally.
     out : path-like, optional
-        The HTML file; default ``root/dashboard.html`` (replaced if it exists: it is derived).
+        The HTML file; default ``root/dashboard.html`` (replaced if it exists: it is derived);
+        required when ``root`` is a URI.
     figures_dir : path-like, optional
-        Where static heatmaps go; default ``root/figures``.
+        Where static heatmaps go; default ``root/figures`` (``out``'s folder for a URI).
     images : bool
         Write the static figures (heatmaps of each experiment's default view, learning curves).
     image_format : str or sequence of {"pdf", "png", "svg"}
@@ -348,10 +350,12 @@ def build_dashboard(
     analysis.experiments.NoExperimentsError
         If ``root`` holds no readable experiment.
     """
-    root_path = Path(root)
+    if storage.is_uri(root) and out is None:
+        raise AnalysisError(f"The results {root} are not a local folder: pass --out, the local HTML file to write.")
+    root_path = Path(out).parent if storage.is_uri(root) else Path(root)  # where derived files go by default
     formats = [image_format] if isinstance(image_format, str) else list(image_format)
     write_static({}, formats, image_backend)  # checks the arguments before any work
-    experiments, problems = load_experiments(root_path)
+    experiments, problems = load_experiments(root)
     paper = read_paper_accuracy(Path(paper_csv) if paper_csv else None, problems)
     sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
     written: list[Path] = []
@@ -361,7 +365,7 @@ def build_dashboard(
         written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
     out_path = Path(out) if out else root_path / DASHBOARD_FILE
-    page = _render_page(root_path, sections, cross_task_table(experiments, paper), problems)
+    page = _render_page(root if storage.is_uri(root) else root_path, sections, cross_task_table(experiments, paper), problems)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(page, encoding="utf-8")
     n_plots = sum(len(s.figures) for s in sections)

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from tune import schema
+from tune import schema, storage
 from tune.schema import PARAMS as PARAM_ORDER
 from tune.schema import STATUSES, Problem
 
@@ -294,7 +294,8 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
     Parameters
     ----------
     root : path-like
-        A results folder (searched recursively for ``experiment.json``).
+        A results folder (searched recursively for ``experiment.json``), or a URI such as
+        ``s3://bucket/prefix`` (read through :func:`tune.storage.local_experiments`).
 
     Returns
     -------
@@ -308,27 +309,30 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
     NoExperimentsError
         If ``root`` is not a folder, holds no ``experiment.json``, or none can be read.
     """
-    root_path = Path(root)
-    if not root_path.is_dir():
+    if not storage.is_uri(root) and not Path(root).is_dir():
         raise NoExperimentsError(
-            f"The results folder {str(root_path)!r} does not exist or is not a folder."
+            f"The results folder {str(root)!r} does not exist or is not a folder."
         )
-    folders = schema.find_experiments(root_path)
-    if not folders:
-        raise NoExperimentsError(
-            f"No experiment found under {str(root_path)!r}: no {schema.EXPERIMENT_FILE} in it or its "
-            "sub-folders. Pass the storage folder of tune/search.py."
-        )
-    experiments: list[Experiment] = []
-    problems: list[Problem] = []
-    for folder in folders:
-        experiment, found = load_experiment(folder)
-        problems.extend(found)
-        if experiment is not None:
-            experiments.append(experiment)
+    try:
+        with storage.local_experiments(root) as root_path:  # a URI (s3://...): copied locally
+            folders = schema.find_experiments(root_path)
+            if not folders:
+                raise NoExperimentsError(
+                    f"No experiment found under {str(root)!r}: no {schema.EXPERIMENT_FILE} in it or its "
+                    "sub-folders. Pass the storage folder of tune/search.py."
+                )
+            experiments: list[Experiment] = []
+            problems: list[Problem] = []
+            for folder in folders:
+                experiment, found = load_experiment(folder)
+                problems.extend(found)
+                if experiment is not None:
+                    experiments.append(experiment)
+    except storage.StorageError as exc:
+        raise NoExperimentsError(str(exc)) from None
     if not experiments:
         raise NoExperimentsError(
-            f"None of the {len(folders)} experiment(s) under {str(root_path)!r} could be read: "
+            f"None of the {len(folders)} experiment(s) under {str(root)!r} could be read: "
             + "; ".join(str(p) for p in problems if p.severity == "error")
         )
     experiments.sort(key=lambda e: (e.task, e.name, str(e.path)))

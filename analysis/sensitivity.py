@@ -1,6 +1,7 @@
 """Sensitivity heatmaps and the interactive dashboard of every experiment under a results folder.
 
     python analysis/sensitivity.py RESULTS_DIR          # or: python -m analysis.sensitivity
+    python analysis/sensitivity.py s3://bucket/ssot --out dashboard.html   # object storage
     # -> RESULTS_DIR/dashboard.html (self-contained, opens offline)
     #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
     #    the experiment's default view) and <task>__<experiment>__curves.pdf/.png, drawn with
@@ -53,8 +54,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python analysis/sensitivity.py",
         description="Draw the sensitivity dashboard of every experiment under RESULTS_DIR.",
     )
-    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
-                        help="folder searched recursively for experiment.json")
+    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+                        help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix "
+                             "(the storage path of tune/search.py; then --out is required)")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"HTML file to write (default: RESULTS_DIR/{DASHBOARD_FILE})")
     parser.add_argument("--figures-dir", type=Path, default=None,

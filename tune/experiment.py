@@ -26,6 +26,7 @@ from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, w
 from tune.trainable import ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
+DEFAULT_MAX_FAILURES = 2
 PATH_FIELDS = ("data_root", "features_path", "pretrained_path", "source_dir", "target_dir")
 _USER_ENV = frozenset(os.environ)  # Ray settings the user chose are left alone
 
@@ -60,6 +61,12 @@ class SearchOptions:
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
     optuna_storage: str | None = None  # database URL of the Optuna study (tune.live.optuna_storage), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
+    #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its
+    #: last checkpoint before it counts as errored (Ray's FailureConfig.max_failures).
+    max_failures: int = DEFAULT_MAX_FAILURES
+    #: Custom Ray resources each trial requests besides CPUs and GPUs, e.g. ``{"worker_node": 1}``
+    #: to run trials only on nodes started with ``ray start --resources '{"worker_node": N}'``.
+    trial_resources: dict[str, float] = field(default_factory=dict)
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -74,6 +81,12 @@ class SearchOptions:
             raise ConfigError(f"The 'gpus_per_trial' parameter must be >= 0. Got {self.gpus_per_trial!r} instead.")
         if self.cpus_per_trial <= 0:
             raise ConfigError(f"The 'cpus_per_trial' parameter must be > 0. Got {self.cpus_per_trial!r} instead.")
+        if not (isinstance(self.max_failures, int) and self.max_failures >= 0):
+            raise ConfigError(f"The 'max_failures' parameter must be an int >= 0. Got {self.max_failures!r} instead.")
+        for name, amount in self.trial_resources.items():
+            if name.lower() in ("cpu", "gpu") or not isinstance(amount, (int, float)) or not amount > 0:
+                raise ConfigError(f"The 'trial_resources' parameter must map custom resource names (not CPU/GPU: use "
+                                  f"--cpus-per-trial and --gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
         if self.metric not in schema.selectable_metrics():
@@ -103,6 +116,10 @@ class TrialLines(ray_tune.Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._line(trials, trial, f" ERRORED: {_error_summary(trial)}")
 
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        print(f"trial {trial.trial_id} failed ({_error_summary(trial)}); restart {trial.num_failures} of at most "
+              f"{trial.max_failures}, from its last checkpoint", flush=True)
+
     @staticmethod
     def _line(trials: list, trial: Any, suffix: str) -> None:
         done = sum(t.status in ("TERMINATED", "ERROR") for t in trials) + 1
@@ -117,14 +134,18 @@ class TrialLines(ray_tune.Callback):
 class DropEndedCheckpoints(ray_tune.Callback):
     """Remove the checkpoints of a trial that ended (completed, early-stopped, diverged): only
     running (and errored, which ``--resume`` continues) trials keep theirs, so a search holds
-    about one checkpoint per slot instead of one per trial. Local storage only."""
+    about one checkpoint per slot instead of one per trial. Local, shared or object storage."""
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        import shutil
+        import pyarrow.fs
 
-        if trial.path and "://" not in str(trial.path):  # the trial's folder in the storage path
-            for folder in Path(trial.path).glob("checkpoint_*"):
-                shutil.rmtree(folder, ignore_errors=True)
+        try:
+            fs, folder = trial.storage.storage_filesystem, trial.storage.trial_fs_path
+            for entry in fs.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True)):
+                if entry.type == pyarrow.fs.FileType.Directory and entry.base_name.startswith("checkpoint_"):
+                    fs.delete_dir(entry.path)
+        except (OSError, AttributeError):  # best effort: a checkpoint left behind costs only space
+            pass
 
 
 def _error_summary(trial: Any) -> str:
@@ -160,6 +181,11 @@ def check_resources(options: SearchOptions) -> float:
     if options.cpus_per_trial > cpus:
         raise ConfigError(f"--cpus-per-trial {options.cpus_per_trial:g} exceeds the {cpus:g} CPUs of the Ray cluster. "
                           f"Use a value <= {cpus:g}.")
+    for name, amount in options.trial_resources.items():
+        if amount > total.get(name, 0.0):
+            raise ConfigError(f"--trial-resources asks for {amount:g} {name!r} per trial but the Ray cluster has "
+                              f"{total.get(name, 0.0):g}; trials would stay PENDING forever. Start a node with "
+                              f"`ray start --address ... --resources '{{\"{name}\": N}}'` or drop it.")
     return want
 
 
@@ -172,6 +198,8 @@ def runnable_slots(options: SearchOptions, gpus_per_trial: float) -> int:
     slots = int(total.get("CPU", 0.0) // options.cpus_per_trial)
     if gpus_per_trial > 0:
         slots = min(slots, int(total.get("GPU", 0.0) // gpus_per_trial))
+    for name, amount in options.trial_resources.items():
+        slots = min(slots, int(total.get(name, 0.0) // amount))
     if options.max_concurrent:
         slots = min(slots, options.max_concurrent)
     return max(1, slots)
@@ -232,6 +260,11 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     options.validate()
     if "://" not in options.storage_path:
         check_output(options.storage_path, "--storage-path", folder=True)
+    else:  # an unreachable store, a missing bucket or no credentials: one line, before any trial
+        try:
+            storage.check_storage(options.storage_path)
+        except storage.StorageError as exc:
+            raise SSOTError(str(exc)) from None
     if address:
         _check_reachable(address)
     base = base_config(options)
@@ -313,7 +346,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
         if done.trials.empty or not (done.trials["status"] == schema.ERRORED).any():
             print(f"{base.task}: experiment {path} already finished; nothing to resume.")
             return done
-    cache_dir = None if "://" in root else storage.join(root, "_pretrained")
+    cache_dir = storage.join(root, "_pretrained")  # local, NFS or object storage: every node shares it
     if info is None:
         info = schema.new_meta(task=base.task, dataset=_dataset_of(base.task), name=root.rsplit("/", 1)[-1],
                                search=options.search, space=options.space, max_epochs=epochs,
@@ -323,7 +356,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
                                validator_directions=DIRECTIONS,
                                optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
                                optuna_study=study_name(root.rsplit("/", 1)[-1], base.task) if options.optuna_storage else None)
-    trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus})
+    trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
     if resume and ray_tune.Tuner.can_restore(path):
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
     else:
@@ -340,13 +373,16 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
                 callbacks=([TrialLines()] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
                 + ([] if options.keep_checkpoints else [DropEndedCheckpoints()]) + list(options.callbacks),
                 checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1),
-                failure_config=ray_tune.FailureConfig(max_failures=0),
+                failure_config=ray_tune.FailureConfig(max_failures=options.max_failures),
             ),
         )
     info["status"] = schema.RUNNING
+    info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
     storage.write_text(storage.join(path, schema.EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
     results = tuner.fit()
-    finished = _all_terminated(path, expected_trials(info))
+    trials = _ray_trials(path)
+    finished = len(trials) >= expected_trials(info) and all(t.status in ("TERMINATED", "ERROR") for t in trials)
+    info["retries"] = {t.trial_id: _restarts(t, int(info["max_failures"])) for t in trials if _restarts(t, int(info["max_failures"]))}
     frame = trial_frame(results, info, finished=finished)
     return write_outputs(path, info, frame, finished)
 
@@ -358,14 +394,18 @@ def _dataset_of(task: str) -> str:
     return dataset_of(task)
 
 
-def _all_terminated(path: str, expected: int) -> bool:
-    """Whether Ray's saved state has all ``expected`` trials, each in a final state (an
-    interrupted search may not have created every trial yet)."""
+def _ray_trials(path: str) -> list:
+    """Ray's trials as its saved state (``path``) has them, statuses and failure counts included;
+    none when nothing ran."""
     from ray.tune import ExperimentAnalysis
 
     try:
-        analysis = ExperimentAnalysis(path)
+        return list(ExperimentAnalysis(path).trials)
     except Exception:  # noqa: BLE001 - no state at all: nothing ran
-        return False
-    trials = analysis.trials
-    return len(trials) >= expected and all(t.status in ("TERMINATED", "ERROR") for t in trials)
+        return []
+
+
+def _restarts(trial: Any, max_failures: int) -> int:
+    """Times Ray restarted ``trial`` after a failure (a node lost, a worker killed, an error): its
+    failures, but not the last one of a trial that errored after ``max_failures`` restarts."""
+    return min(int(getattr(trial, "num_failures", 0) or 0), max_failures)

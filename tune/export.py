@@ -2,6 +2,7 @@
 
     python tune/export.py RESULTS_DIR --out CONFIG_DIR [--overwrite]
     python -m tune.export RESULTS_DIR --out CONFIG_DIR
+    python tune/export.py s3://bucket/ssot --out CONFIG_DIR      # experiments in object storage
 
 An experiment is a folder holding ``experiment.json``, ``trials.csv`` and ``best_config.json``
 (see DESIGN.md, "Search"); experiments are found by searching RESULTS_DIR recursively. For each
@@ -20,6 +21,7 @@ Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 
 from ssot.config import SSOTConfig  # noqa: E402
 from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune import schema  # noqa: E402
+from tune import schema, storage  # noqa: E402
 from tune.results import ResultsError, check_new  # noqa: E402
 
 __all__ = [
@@ -60,7 +62,7 @@ class Experiment:
     best_trial : the id of that trial under the rule of :mod:`tune.schema` (``None`` if no trial counts).
     """
 
-    path: Path
+    path: Path | str
     task: str
     config: SSOTConfig
     accuracy: float
@@ -73,7 +75,7 @@ class Exported:
 
     task: str
     accuracy: float
-    experiment: Path
+    experiment: Path | str
     config_path: Path
     n_candidates: int
 
@@ -161,7 +163,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     Parameters
     ----------
     results_dir : str or Path
-        Folder searched recursively for experiment folders.
+        Folder searched recursively for experiment folders, or a URI such as ``s3://bucket/prefix``
+        (read through :func:`tune.storage.local_experiments`).
     config_dir : str or Path
         Folder receiving one config per task (created if needed).
     overwrite : bool
@@ -182,17 +185,24 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     """
     check_output(config_dir, "--out", folder=True)
     report = ExportReport()
-    folders = find_experiments(results_dir)
-    if not folders:
-        raise ResultsError(f"No experiment (no {schema.EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its experiments to.")
-    loaded = []
-    for folder in folders:
-        try:
-            loaded.append(load_experiment(folder))
-        except ResultsError as exc:
-            report.skipped.append(f"skipped {folder}: {exc}")
-            if warn is not None:
-                warn(report.skipped[-1])
+    try:
+        with storage.local_experiments(results_dir) as local:  # a URI (s3://...): its small files copied locally
+            def shown(folder: Path) -> Path | str:  # the experiment's own path or URI, never the local copy's
+                return storage.join(str(results_dir), folder.relative_to(local).as_posix()) if storage.is_uri(results_dir) else folder
+
+            folders = find_experiments(local)
+            if not folders:
+                raise ResultsError(f"No experiment (no {schema.EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its experiments to.")
+            loaded = []
+            for folder in folders:
+                try:
+                    loaded.append(dataclasses.replace(load_experiment(folder), path=shown(folder)))
+                except ResultsError as exc:
+                    report.skipped.append(f"skipped {shown(folder)}: {exc}")
+                    if warn is not None:
+                        warn(report.skipped[-1])
+    except storage.StorageError as exc:
+        raise ResultsError(str(exc)) from None
     if not loaded:
         raise ResultsError(f"No finished, readable experiment among the {len(folders)} under {results_dir}.")
     chosen = choose_per_task(loaded)
@@ -215,7 +225,7 @@ def _describe(item: Exported) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python tune/export.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, help="folder holding finished experiments (searched recursively)")
+    parser.add_argument("results_dir", help="folder holding finished experiments (searched recursively), or a URI such as s3://bucket/prefix")
     parser.add_argument("--out", type=Path, required=True, help="folder receiving one <task>.json per task")
     parser.add_argument("--overwrite", action="store_true", help="replace existing configs in --out")
     return parser

@@ -130,6 +130,7 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
     table = trial_table(frame, info)
     counts = table["status"].value_counts().to_dict()
     lines = [f"{info['task']}: {len(table)} trials (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"]
+    lines += retry_lines(info)
     chosen = schema.metric(info.get("metric", schema.DEFAULT_METRIC))
     best = schema.ranked_trials(table, chosen.name).head(top)
     label = f", {chosen.label}" if chosen.label else ""
@@ -140,6 +141,17 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
         lines.append(f"    {r['trial_id']:>14}  {chosen.name} {r[chosen.name]:.4f}  lambda_ot {r['lambda_ot']:.4g}  "
                      f"lambda_ent {r['lambda_ent']:.4g}  eps {r['eps']:.4g}  width {int(r['potential_width'])}")
     return lines
+
+
+def retry_lines(info: dict[str, Any]) -> list[str]:
+    """The summary's line on trials Ray restarted from their last checkpoint (``retries`` in
+    ``experiment.json``: trial id -> restarts), or none."""
+    retries = info.get("retries") or {}
+    if not retries:
+        return []
+    return [f"  {len(retries)} trial(s) restarted from their last checkpoint after a failure (a lost node, a killed "
+            f"worker or an error), {sum(retries.values())} restart(s) in all; at most {info.get('max_failures')} "
+            f"per trial (--max-failures)"]
 
 
 def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished: bool) -> SearchOutcome:

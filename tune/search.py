@@ -8,6 +8,7 @@
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
+    python tune/search.py --task P2I --address HEAD:6379 --storage-path s3://bucket/ssot   # a cluster (README)
 
 Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json);
 trials.csv and best_config.json (the best so far) are rewritten after each finished trial.
@@ -27,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
 from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
 from ssot.validators import SEARCH_METRICS  # noqa: E402
-from tune.experiment import SearchOptions, run_search  # noqa: E402
+from tune.experiment import DEFAULT_MAX_FAILURES, SearchOptions, run_search  # noqa: E402
 from tune.outputs import (  # noqa: E402
     EXIT_ERRORED,
     EXIT_INTERRUPTED,
@@ -72,7 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-concurrent", type=int, help="most trials running at once")
     r.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
     r.add_argument("--address", help="join an existing Ray cluster ('auto' or host:port)")
-    r.add_argument("--storage-path", default="ray_results", help="local folder or any URI Ray accepts")
+    r.add_argument("--trial-resources", type=_resources, default={}, metavar="JSON",
+                   help="custom Ray resources per trial, e.g. '{\"worker_node\": 1}' to run trials only on nodes started with "
+                        "ray start --resources '{\"worker_node\": N}'")
+    r.add_argument("--max-failures", type=int, default=DEFAULT_MAX_FAILURES,
+                   help="restarts of a failed trial (node lost, worker killed, error) from its last checkpoint before it counts as errored")
+    r.add_argument("--storage-path", default="ray_results",
+                   help="local folder (shared, e.g. NFS, on a cluster) or a URI Ray accepts, e.g. s3://bucket/prefix "
+                        "(endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION)")
     r.add_argument("--name", help="experiment name (default ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
     r.add_argument("--optuna-storage", metavar="URL", help="keep the Optuna study in this database (sqlite:///PATH) to watch the "
@@ -81,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the last checkpoint of every trial (default: removed when the trial ends)")
     r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
     return p
+
+
+def _resources(text: str) -> dict[str, float]:
+    """Parse ``--trial-resources``: a JSON object of resource names to amounts."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"worker_node\": 1}}', got {text!r}")
+    return value
 
 
 def _parse_set(items: list[str]) -> dict[str, object]:
@@ -128,7 +147,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
-                         keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage)
+                         keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage,
+                         max_failures=args.max_failures, trial_resources=args.trial_resources)
 
 
 _STATES = {

@@ -1,16 +1,47 @@
-"""Where an experiment's files live: local paths or any URI Ray accepts (through pyarrow)."""
+"""Where an experiment's files live: local paths or any URI Ray accepts (through pyarrow).
+
+Object storage (``s3://bucket/prefix``) goes through :class:`pyarrow.fs.S3FileSystem`, as Ray
+Tune's own ``storage_path`` does, so both find the store and the credentials the same way, from
+the standard AWS environment variables (checked with pyarrow 26, tests/test_object_storage.py):
+``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (an S3-compatible server such as MinIO or moto;
+unset for AWS itself), ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` (or a profile of
+``~/.aws``) and ``AWS_DEFAULT_REGION`` (or ``AWS_REGION``). Every node of a Ray cluster writes
+there itself, so every node needs them (set them before ``ray start``).
+
+This module imports no Ray, torch nor :mod:`ssot`: :mod:`analysis` reads remote experiments
+through :func:`local_experiments`.
+"""
 from __future__ import annotations
 
-import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tune import schema
+
+#: The environment variables that locate and open S3-compatible storage (README, "Running on a cluster").
+S3_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+
+
+class StorageError(OSError):
+    """The storage of experiments cannot be reached, opened or written (a one-line message)."""
+
+
+def is_uri(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a URI (``s3://...``, ``gs://...``, ``file://...``) rather than a local path."""
+    return "://" in str(path)
 
 
 def _fs(uri: str) -> tuple[Any, str]:
     """A pyarrow filesystem and path for a local path or any URI Ray accepts."""
     import pyarrow.fs
 
-    if "://" in uri:
+    if is_uri(uri):
         return pyarrow.fs.FileSystem.from_uri(uri)
     return pyarrow.fs.LocalFileSystem(), str(Path(uri).resolve())
 
@@ -23,10 +54,37 @@ def exists(uri: str) -> bool:
 
 
 def write_text(uri: str, text: str) -> None:
+    write_bytes(uri, text.encode())
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    """Write a whole file at once: readers never see half of it (a local file is written beside
+    and renamed; an object store stores an object in one piece)."""
+    if not is_uri(uri):
+        path = Path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return
     fs, path = _fs(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with fs.open_output_stream(path) as out:
-        out.write(text.encode())
+        out.write(data)
+
+
+def read_bytes(uri: str) -> bytes | None:
+    """The file's content, or None when it does not exist."""
+    return _read(*_fs(uri))
+
+
+def _read(fs: Any, path: str) -> bytes | None:
+    import pyarrow.fs
+
+    if fs.get_file_info(path).type == pyarrow.fs.FileType.NotFound:
+        return None
+    with fs.open_input_stream(path) as fh:
+        return fh.read()
 
 
 def write_text_atomic(uri: str, text: str) -> None:
@@ -53,15 +111,14 @@ def write_text_atomic(uri: str, text: str) -> None:
 
 def read_text(uri: str) -> str | None:
     """The file's text, or None when it does not exist."""
-    if not exists(uri):
-        return None
-    fs, path = _fs(uri)
-    with fs.open_input_stream(path) as fh:
-        return fh.read().decode()
+    data = read_bytes(uri)
+    return None if data is None else data.decode()
 
 
 def read_json(uri: str) -> dict[str, Any] | None:
     """A JSON object, or None when the file is missing or not valid JSON."""
+    import json
+
     text = read_text(uri)
     try:
         content = json.loads(text) if text is not None else None
@@ -72,3 +129,102 @@ def read_json(uri: str) -> dict[str, Any] | None:
 
 def join(root: str, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *parts])
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300].rstrip(". ") or type(exc).__name__
+
+
+def check_storage(uri: str, what: str = "--storage-path") -> None:
+    """Refuse within seconds a storage URI that cannot be written, before any trial starts.
+
+    Writes and deletes a small probe object under ``uri``: an unreachable endpoint, a missing
+    bucket, missing or wrong credentials and a read-only store all fail here, in one line.
+    Local paths are left to :func:`ssot.errors.check_output`.
+
+    Raises
+    ------
+    StorageError
+        Naming the URI, the reason and the environment variables to check.
+    """
+    if not is_uri(uri):
+        return
+    import pyarrow.fs
+
+    hint = (f"Check the endpoint ({' or '.join(S3_ENV[:2])}), the credentials ({', '.join(S3_ENV[2:4])}) "
+            "and the region (AWS_DEFAULT_REGION), and that the bucket exists" if uri.startswith("s3://")
+            else "Check the URI and the credentials of its filesystem")
+    try:
+        fs, path = _fs(uri)
+        bucket = path.split("/", 1)[0]
+        if isinstance(fs, pyarrow.fs.S3FileSystem) and fs.get_file_info(bucket).type == pyarrow.fs.FileType.NotFound:
+            raise StorageError(f"{what} {uri}: the bucket {bucket!r} does not exist. Create it "
+                               f"(e.g. `aws s3 mb s3://{bucket}`) or choose another {what}.")
+        probe = join(path, f".ssot-write-check-{uuid.uuid4().hex}")
+        fs.create_dir(path, recursive=True)
+        with fs.open_output_stream(probe) as out:
+            out.write(b"ok")
+        fs.delete_file(probe)
+    except StorageError:
+        raise
+    except (OSError, ValueError) as exc:  # pyarrow: OSError (network, auth), ValueError (bad URI)
+        raise StorageError(f"{what} {uri} cannot be written: {_reason(exc)}. {hint}.") from None
+
+
+# ------------------------------------------------------------------------------------ reading experiments
+def _experiment_folders(fs: Any, base: str) -> list[str]:
+    """The folders under ``base`` holding ``experiment.json``, not those nested in another one
+    (Ray's trial folders), nor hidden ones."""
+    import pyarrow.fs
+
+    found = sorted(info.path.rsplit("/", 1)[0] for info in fs.get_file_info(pyarrow.fs.FileSelector(base, recursive=True, allow_not_found=True))
+                   if info.base_name == schema.EXPERIMENT_FILE and info.type == pyarrow.fs.FileType.File)
+    folders: list[str] = []
+    for folder in found:
+        inner = folder[len(base):].strip("/")
+        if any(part.startswith(".") for part in inner.split("/") if part):
+            continue
+        if not any(folder.startswith(outer + "/") for outer in folders):
+            folders.append(folder)
+    return folders
+
+
+@contextmanager
+def local_experiments(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """The experiments under ``root`` (a local folder or a URI) as a local folder to read.
+
+    The one entry point of every reader of experiments (``tune/export.py``, ``analysis``,
+    confirmation runs): a local ``root`` is yielded as it is; under a URI, the small files of
+    every experiment (``experiment.json``, ``trials.csv``, ``best_config.json``) are copied, in
+    the same layout, into a temporary folder that is removed on exit, and read from there with
+    :func:`tune.schema.read_experiment` like any local experiment.
+
+    Raises
+    ------
+    StorageError
+        When the storage cannot be listed or read.
+    """
+    if not is_uri(root):
+        yield Path(root)
+        return
+    uri = str(root)
+    tmp = Path(tempfile.mkdtemp(prefix="ssot-experiments-"))
+    try:
+        try:
+            fs, base = _fs(uri)
+            base = base.rstrip("/")
+            for folder in _experiment_folders(fs, base):
+                local = tmp.joinpath(*folder[len(base):].strip("/").split("/")) if folder != base else tmp
+                local.mkdir(parents=True, exist_ok=True)
+                for name in (schema.EXPERIMENT_FILE, schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):
+                    data = _read(fs, join(folder, name))
+                    if data is not None:
+                        (local / name).write_bytes(data)
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"Cannot read the experiments under {uri}: {_reason(exc)}. Check the URI and, "
+                               f"for s3://, {', '.join(S3_ENV)}.") from None
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

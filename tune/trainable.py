@@ -4,7 +4,7 @@ The trial's ``params`` are a full :class:`ssot.config.SSOTConfig` as a dict (the
 sampled, the rest constant) plus private keys starting with ``_``:
 
 ``_pretrain_cache``
-    a folder where the source-only model is stored once per pretraining config and seed: every
+    a folder (or a URI: object storage) where the source-only model is stored once per pretraining config and seed: every
     trial of a search starts adaptation from the same pretrained network instead of repeating
     the pretraining (identical results, since pretraining does not depend on the searched fields).
 
@@ -16,8 +16,8 @@ ASHA can cut it and Optuna can learn from it rather than leave the trial RUNNING
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from ssot.data import TaskData, build_task
 from ssot.errors import DivergedError
 from ssot.trainer import Trainer
 from ssot.validators import EPOCH_VALIDATORS, worst_value
+from tune import storage
 from tune.schema import REPORTED_METRICS
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
@@ -101,21 +102,26 @@ def trial_dirname(trial: Any) -> str:
 
 
 def _pretrain(trainer: Trainer, cache_dir: str | None) -> None:
-    """Pretrain, or load the source-only model another trial already stored in ``cache_dir``."""
+    """Pretrain, or load the source-only model another trial already stored in ``cache_dir``
+    (a local folder or a URI such as ``s3://bucket/exp/_pretrained``, through :mod:`tune.storage`:
+    on a cluster every node shares it)."""
     if not cache_dir:
         trainer.pretrain()
         return
     key = {k: getattr(trainer.config, k) for k in Trainer.PRETRAIN_FIELDS}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = Path(cache_dir) / f"pretrained-{digest}.pt"
-    if path.is_file():
+    path = storage.join(cache_dir, f"pretrained-{digest}.pt")
+    try:
+        data = storage.read_bytes(path)
+    except OSError:  # unreadable (e.g. a file where the folder should be): computed, then written below
+        data = None
+    if data is not None:
         try:
-            trainer.load_pretrained(torch.load(path, map_location=trainer.device, weights_only=False))
+            trainer.load_pretrained(torch.load(io.BytesIO(data), map_location=trainer.device, weights_only=False))
             return
         except Exception:  # noqa: BLE001 - a torn or stale cache file: recompute it
             pass
     trainer.pretrain()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(trainer.pretrained_state(), tmp)
-    os.replace(tmp, path)  # atomic: concurrent trials never read a half-written file
+    buffer = io.BytesIO()
+    torch.save(trainer.pretrained_state(), buffer)
+    storage.write_bytes(path, buffer.getvalue())  # whole: concurrent trials never read a half-written file
