@@ -39,6 +39,7 @@ def test_estimated_proportions_are_p_s_times_m():
 def test_class_weight_figure_marks_outliers_and_reports_the_outlier_mass():
     record = synthetic_record()
     record["epochs"][-1]["class_weights"] = [1.8, 1.8, 0.2, 0.2]  # 0.1 mass left on the outliers
+    record["epochs"][-1]["outlier_mass"] = 0.1  # as the trainer records it: the same p_t
     fig = pf.class_weight_figure(record)
     line_ax, bar_ax = fig.axes
     dashed = [ln for ln in line_ax.get_lines() if ln.get_linestyle() == "--"]
