@@ -34,7 +34,8 @@ from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
 from analysis._template import PAGE
-from analysis.experiments import Experiment, load_experiments
+from analysis.dashboard_paper import paper_section
+from analysis.experiments import Experiment, NoExperimentsError, load_experiments
 from analysis.figures import (
     heatmap_figure,
     learning_curves_figure,
@@ -377,7 +378,14 @@ def build_dashboard(
         If ``root`` holds no readable experiment.
     """
     root_path = Path(root)
-    experiments, problems = load_experiments(root_path)
+    paper_part = paper_section(root_path)  # run records and t-SNE files: the paper's other analyses
+    try:
+        experiments, problems = load_experiments(root_path)
+    except NoExperimentsError:
+        if not paper_part:
+            raise
+        experiments, problems = [], []
+    problems.extend(paper_part.problems)
     paper = read_paper_accuracy(Path(paper_csv) if paper_csv else None, problems)
     sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
     written: list[Path] = []
@@ -387,8 +395,8 @@ def build_dashboard(
         written, image_problems = export_images(static, image_format)
         problems.extend(image_problems)
     out_path = Path(out) if out else root_path / DASHBOARD_FILE
-    page = _render_page(root_path, sections, cross_task_table(experiments, paper), problems)
+    page = paper_part.insert(_render_page(root_path, sections, cross_task_table(experiments, paper), problems))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(page, encoding="utf-8")
-    n_plots = sum(len(s.figures) for s in sections)
+    n_plots = sum(len(s.figures) for s in sections) + len(paper_part.figures)
     return DashboardResult(out_path, written, problems, len(experiments), n_plots)

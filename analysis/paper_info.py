@@ -165,7 +165,7 @@ class SolverCurve:
 
 
 def solver_info(records: Sequence[Record]) -> list[SolverCurve]:
-    r"""Per ``ot_solver`` in ``records`` (first-seen order): OT value per epoch and time per epoch.
+    r"""Per ``ot_solver`` in ``records`` (net, vector, sinkhorn, then others): OT value per epoch and time per epoch.
 
     The value is each run's ``ot_value`` (net/vector: the semi-dual :math:`H` before the ascent
     step; sinkhorn: the plan's cost :math:`\langle P, \tilde C\rangle`), averaged over the
@@ -178,7 +178,8 @@ def solver_info(records: Sequence[Record]) -> list[SolverCurve]:
     if not by_solver:
         raise FigureError("No run record with epochs to draw. Pass run records of runs with different --ot-solver.")
     curves = []
-    for name, runs in by_solver.items():
+    order = list(SOLVER_LABELS)
+    for name, runs in sorted(by_solver.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         n = min(len(r["epochs"]) for r in runs)
         curves.append(SolverCurve(
             solver=name, label=SOLVER_LABELS.get(name, name), epochs=np.arange(1, n + 1),
