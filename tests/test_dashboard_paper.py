@@ -128,6 +128,9 @@ def test_cli_on_a_folder_of_run_records(results: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "(0 experiment(s), 6 plots)" in done.stdout and "toy_seed1.json" in done.stderr
     assert 'id="paper-class-weights"' in out.read_text()
+    loaded = subprocess.run([sys.executable, "-c", "import sys, analysis.dashboard; print(' '.join(sys.modules))"],
+                            cwd=REPO, capture_output=True, text=True).stdout.split()
+    assert "analysis.dashboard_paper" in loaded and not {"torch", "ray", "ssot"} & set(loaded)
 
 
 @pytest.mark.slow  # a headless browser
