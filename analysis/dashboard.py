@@ -36,7 +36,8 @@ from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
 from analysis._template import PAGE
-from analysis.experiments import AnalysisError, Experiment, load_experiments
+from analysis.dashboard_paper import PaperSection, paper_section
+from analysis.experiments import AnalysisError, Experiment, NoExperimentsError, load_experiments
 from analysis.bins import Bins
 from analysis.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
 from analysis.images import export_images
@@ -355,7 +356,15 @@ def build_dashboard(
     root_path = Path(out).parent if storage.is_uri(root) else Path(root)  # where derived files go by default
     formats = [image_format] if isinstance(image_format, str) else list(image_format)
     write_static({}, formats, image_backend)  # checks the arguments before any work
-    experiments, problems = load_experiments(root)
+    # run records and t-SNE files (the paper's other analyses) are read from local folders only
+    paper_part = PaperSection() if storage.is_uri(root) else paper_section(root_path)
+    try:
+        experiments, problems = load_experiments(root)
+    except NoExperimentsError:
+        if not paper_part:
+            raise
+        experiments, problems = [], []
+    problems.extend(paper_part.problems)
     paper = read_paper_accuracy(Path(paper_csv) if paper_csv else None, problems)
     sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
     written: list[Path] = []
@@ -365,8 +374,9 @@ def build_dashboard(
         written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
     out_path = Path(out) if out else root_path / DASHBOARD_FILE
-    page = _render_page(root if storage.is_uri(root) else root_path, sections, cross_task_table(experiments, paper), problems)
+    page = paper_part.insert(_render_page(root if storage.is_uri(root) else root_path, sections,
+                                          cross_task_table(experiments, paper), problems))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(page, encoding="utf-8")
-    n_plots = sum(len(s.figures) for s in sections)
+    n_plots = sum(len(s.figures) for s in sections) + len(paper_part.figures)
     return DashboardResult(out_path, written, problems, len(experiments), n_plots)

@@ -11,6 +11,11 @@ An ASHA search opens on the highest rung that at least half of its trials reache
 say which view and how many trials they use); the final-epoch view is one click away.
 A search still running is drawn as far as it got, with a banner saying that it is partial.
 
+The dashboard also draws the paper's other analyses found under RESULTS_DIR (run records of
+``tune/ablation.py``, ``tune/solvers.py``, ``tune/final.py`` or ``--out``, and t-SNE files of
+``tune/feature_maps.py``): class weights vs the truth, OT solvers, feature maps
+(:mod:`analysis.dashboard_paper`); a folder holding only those is drawn too.
+
 Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
 stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
 A folder without any readable experiment is an error (exit code 2).

@@ -10,22 +10,9 @@ import numpy as np
 import pytest
 
 from analysis import paper_figures as pf
+from paper_fixtures import feature_map_data, synthetic_record
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def synthetic_record(solver: str = "net", epochs: int = 4) -> dict:
-    p_s = np.full(4, 0.25)
-    true = np.array([0.5, 0.5, 0.0, 0.0])
-    # the estimate moves from the source proportions towards the truth
-    est = [p_s + (true - p_s) * t / epochs for t in range(epochs + 1)]
-    m = [list(e / p_s) for e in est]
-    ep = [{"epoch": t, "target_acc": 0.5 + 0.1 * t, "class_weights": m[t], "ot_value": 1.0 / t, "time_s": 2.0 if solver == "net" else 3.0,
-           "outlier_mass": float(est[t][2:].sum())} for t in range(1, epochs + 1)]
-    return {"config": {"task": "toy", "ot_solver": solver, "use_class_weights": True},
-            "task": {"name": "toy", "class_names": ["a", "b", "c", "d"], "target_classes": [0, 1]},
-            "source_class_freq": list(p_s), "target_class_freq": list(true),
-            "source_only": {"class_weights": m[0]}, "epochs": ep, "status": "completed"}
 
 
 def test_estimated_proportions_are_p_s_times_m():
@@ -39,6 +26,7 @@ def test_estimated_proportions_are_p_s_times_m():
 def test_class_weight_figure_marks_outliers_and_reports_the_outlier_mass():
     record = synthetic_record()
     record["epochs"][-1]["class_weights"] = [1.8, 1.8, 0.2, 0.2]  # 0.1 mass left on the outliers
+    record["epochs"][-1]["outlier_mass"] = 0.1  # as the trainer records it: the same p_t
     fig = pf.class_weight_figure(record)
     line_ax, bar_ax = fig.axes
     dashed = [ln for ln in line_ax.get_lines() if ln.get_linestyle() == "--"]
@@ -59,11 +47,7 @@ def test_solver_figure_draws_one_curve_per_solver_and_mean_times():
 
 
 def test_feature_map_figure_one_panel_per_model():
-    rng = np.random.default_rng(0)
-    n = 40
-    data = {"xy": rng.normal(size=(2 * n, 2)), "label": np.tile(np.arange(4), n // 2), "domain": np.tile([0, 1], n),
-            "model": np.repeat([0, 1], n), "models": np.array(["source-only", "SSOT"]), "outlier_classes": np.array([2, 3])}
-    fig = pf.feature_map_figure(data)
+    fig = pf.feature_map_figure(feature_map_data())
     assert len(fig.axes) == 2 and sum(len(ax.collections) for ax in fig.axes) == 4
 
 
