@@ -68,6 +68,7 @@ def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp
         assert epochs.count(1) == 1 and epochs[-1] == EPOCHS and set(epochs) == set(range(1, EPOCHS + 1)), (before, epochs)
     info = json.loads((exp / "experiment.json").read_text())
     assert info["status"] == "finished" and info["max_failures"] == 2
+    assert (exp / "best_config.json").exists()  # the search joined with --address wrote its outputs
     assert sorted(info["retries"]) == sorted(frame["trial_id"].unique()) and set(info["retries"].values()) == {1}
     assert "2 trial(s) restarted from their last checkpoint after a failure" in out, out[-3000:]
     assert out.count("restart 1 of at most 2, from its last checkpoint") == 2, out[-3000:]

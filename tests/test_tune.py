@@ -264,18 +264,6 @@ def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp
     assert sorted(t.value for t in study.trials) == pytest.approx(sorted(last["target_acc"]))
 
 
-@pytest.mark.slow
-def test_address_joins_an_existing_ray_cluster(tmp_path):
-    from ray_cluster import ray_cluster
-
-    with ray_cluster(num_cpus=2) as cluster:
-        proc = _run_cli(["--task", "digits", "--smoke-test", "--address", cluster.address,
-                         "--storage-path", str(tmp_path), "--verbose", "0"], env=cluster.env)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        assert "2 trials (2 completed)" in proc.stdout
-        assert (tmp_path / "ssot-digits" / "digits" / "best_config.json").exists()
-
-
 def test_command_line_ranges_and_grid_options():
     from tune.search import build_parser, options_for
 

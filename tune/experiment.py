@@ -21,7 +21,10 @@ from ssot.errors import ConfigError, SSOTError, check_output
 from tune import schema, storage
 from ssot.validators import DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from tune import space as spaces
-from tune.live import LiveOutputs, last_error_line, optuna_storage, public_url, study_name
+# TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
+# by their module path and restores them on --resume.
+from tune.live import (DropEndedCheckpoints, LiveOutputs, TrialLines, optuna_storage, public_url,  # noqa: F401
+                       study_name)
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
@@ -107,53 +110,6 @@ def experiment_root(options: SearchOptions) -> str:
 
 
 # ---------------------------------------------------------------------------- the search
-class TrialLines(ray_tune.Callback):
-    """One printed line per finished trial (Ray's own tables are ``--verbose 2``)."""
-
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._line(trials, trial, "")
-
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._line(trials, trial, f" ERRORED: {_error_summary(trial)}")
-
-    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        print(f"trial {trial.trial_id} failed ({_error_summary(trial)}); restart {trial.num_failures} of at most "
-              f"{trial.max_failures}, from its last checkpoint", flush=True)
-
-    @staticmethod
-    def _line(trials: list, trial: Any, suffix: str) -> None:
-        done = sum(t.status in ("TERMINATED", "ERROR") for t in trials) + 1
-        r, c = trial.last_result or {}, trial.config
-        acc = f"target_acc {r['target_acc']:.4f}" if "target_acc" in r else "no result"
-        flag = " DIVERGED" if r.get("diverged") else suffix
-        print(f"[{min(done, len(trials))}/{len(trials)}] trial {trial.trial_id}: epoch {r.get('epoch', 0)}, {acc}  "
-              f"lambda_ot {c.get('lambda_ot', float('nan')):.3g} lambda_ent {c.get('lambda_ent', float('nan')):.3g} "
-              f"eps {c.get('eps', float('nan')):.3g} width {c.get('potential_width')}{flag}", flush=True)
-
-
-class DropEndedCheckpoints(ray_tune.Callback):
-    """Remove the checkpoints of a trial that ended (completed, early-stopped, diverged): only
-    running (and errored, which ``--resume`` continues) trials keep theirs, so a search holds
-    about one checkpoint per slot instead of one per trial. Local, shared or object storage."""
-
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        import pyarrow.fs
-
-        try:
-            fs, folder = trial.storage.storage_filesystem, trial.storage.trial_fs_path
-            for entry in fs.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True)):
-                if entry.type == pyarrow.fs.FileType.Directory and entry.base_name.startswith("checkpoint_"):
-                    fs.delete_dir(entry.path)
-        except (OSError, AttributeError):  # best effort: a checkpoint left behind costs only space
-            pass
-
-
-def _error_summary(trial: Any) -> str:
-    """The last line of a trial's error and where its full traceback is."""
-    line, path = last_error_line(trial)
-    return f"{line[:200] if line else 'see its log'} (traceback: {path})"
-
-
 def base_config(options: SearchOptions) -> SSOTConfig:
     """The task's defaults with ``options.base`` applied, local paths made absolute."""
     base = dict(options.base)
