@@ -107,6 +107,13 @@ def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashbo
     assert sensitivity.main([uri, "--out", str(page), "--no-images"]) == 0
     text = page.read_text()
     assert "digits" in text and f'data-trial="{json.loads(_read(s3, "runs/s3exp/digits/experiment.json"))["best_trial"]}"' in text
+    # tune/confirm.py reads its candidates from the store too (training them is tested locally)
+    from tune import confirm, confirmation
+
+    warnings: list[str] = []
+    (top,) = confirmation.gather_candidates(uri, 1, warnings.append)
+    assert top.experiment == f"{uri}/s3exp/digits" and top.config.to_dict() == best and not warnings
+    assert confirm.main([uri, "--top", "1"]) == 2  # its outputs are local: --out is needed
 
 
 def test_an_unreachable_store_is_one_line_and_exit_2_before_any_trial(monkeypatch, capsys):

@@ -28,15 +28,14 @@ if __package__ in (None, ""):  # run as a script: import the project, not this f
     sys.path.insert(0, str(_here.parent))
 
 from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune import confirmation  # noqa: E402
-from tune.export import find_experiments  # noqa: E402
+from tune import confirmation, storage  # noqa: E402
 from tune.final import train_on_ray  # noqa: E402
 from tune.results import ResultsError, check_new, check_seeds  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python tune/confirm.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, help="folder holding finished experiments (searched recursively)")
+    parser.add_argument("results_dir", help="folder (or URI, e.g. s3://bucket/prefix) holding finished experiments, searched recursively")
     parser.add_argument("--top", type=int, default=3, help="candidates per experiment: its best trials (default 3)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of each candidate (default: 0 1 2)")
     parser.add_argument("--out", type=Path, help="output folder (default: RESULTS_DIR/confirmed)")
@@ -61,31 +60,16 @@ def _check_args(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
     args = build_parser().parse_args(argv)
-    out = args.out if args.out is not None else args.results_dir / "confirmed"
+    out = args.out if args.out is not None else Path(args.results_dir) / "confirmed"
     try:
+        if storage.is_uri(args.results_dir) and args.out is None:
+            raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder "
+                               "to write the confirmation to.")
         _check_args(args)
-        folders = find_experiments(args.results_dir)
-        if not folders:
-            raise ResultsError(f"No experiment (no experiment.json) under {args.results_dir}. Pass the folder a search wrote its experiments to.")
+        candidates = confirmation.gather_candidates(args.results_dir, args.top,
+                                                    lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
         check_output(out, "--out", folder=True)
-        candidates, seen = [], {}
-        for folder in folders:
-            try:
-                found = confirmation.top_candidates(folder, args.top)
-            except ResultsError as exc:
-                print(f"warning: skipped {folder}: {one_line(exc)}", file=sys.stderr)
-                continue
-            task = found[0].task
-            if task in seen:
-                raise ResultsError(f"The experiments {seen[task]} and {folder} are both for task {task!r}; "
-                                   "pass one experiment folder as RESULTS_DIR.")
-            seen[task] = folder
-            if len(found) < args.top:
-                print(f"{task}: only {len(found)} trial(s) reached the last epoch; confirming those", file=sys.stderr)
-            candidates += found
-        if not candidates:
-            raise ResultsError(f"No finished experiment with a trial that reached the last epoch among the {len(folders)} under {args.results_dir}.")
-        check_new(confirmation.output_paths(out, list(seen)))
+        check_new(confirmation.output_paths(out, sorted({c.task for c in candidates})))
         jobs = {(c.label, s): (c.config.replace(seed=s), confirmation.run_path(out, c.task, c.trial_id, s))
                 for c in candidates for s in args.seeds}
         records = train_on_ray(jobs, num_cpus=args.num_cpus, address=args.address, cpus_per_run=args.cpus_per_trial,

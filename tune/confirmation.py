@@ -35,6 +35,8 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,7 @@ from typing import Any
 import pandas as pd
 
 from ssot.config import SSOTConfig
-from tune import schema
+from tune import schema, storage
 from tune.outputs import hyperparameters, trial_config
 from tune.results import ResultsError, check_new
 
@@ -61,7 +63,7 @@ class Candidate:
     """One of the top trials of an experiment: where it ranked and the config it ran."""
 
     task: str
-    experiment: Path
+    experiment: Path | str  # the experiment's folder, or its URI in object storage
     metric: str
     mode: str
     search_rank: int  # 1 = the search's best trial
@@ -104,6 +106,52 @@ def top_candidates(folder: str | Path, top: int) -> list[Candidate]:
                       trial_id=str(row["trial_id"]), params={p: row[p] for p in params},
                       search_value=float(row[files.metric]), config=trial_config(row, meta))
             for i, (_, row) in enumerate(ranked.iterrows())]
+
+
+def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], None]) -> list[Candidate]:
+    """:func:`top_candidates` of every finished experiment under ``results_dir`` (a folder or a
+    URI such as ``s3://bucket/prefix``, read through :func:`tune.storage.local_experiments`).
+
+    Experiments that are not finished or have no eligible trial are skipped with one line to
+    ``warn``; so is a shortfall of eligible trials.
+
+    Raises
+    ------
+    ResultsError
+        If there is no experiment, no candidate at all, two experiments are for the same task,
+        or the storage cannot be read.
+    """
+    from tune.export import find_experiments  # refuses a missing folder in one line
+
+    candidates: list[Candidate] = []
+    seen: dict[str, Path | str] = {}
+    try:
+        with storage.local_experiments(results_dir) as local:
+            folders = find_experiments(local)
+            if not folders:
+                raise ResultsError(f"No experiment (no {schema.EXPERIMENT_FILE}) under {results_dir}. "
+                                   "Pass the folder a search wrote its experiments to.")
+            for folder in folders:
+                shown = storage.shown_path(results_dir, local, folder)
+                try:
+                    found = [dataclasses.replace(c, experiment=shown) for c in top_candidates(folder, top)]
+                except ResultsError as exc:
+                    warn(f"skipped {shown}: {exc}")
+                    continue
+                task = found[0].task
+                if task in seen:
+                    raise ResultsError(f"The experiments {seen[task]} and {shown} are both for task {task!r}; "
+                                       "pass one experiment folder as RESULTS_DIR.")
+                seen[task] = shown
+                if len(found) < top:
+                    warn(f"{task}: only {len(found)} trial(s) reached the last epoch; confirming those")
+                candidates += found
+    except storage.StorageError as exc:
+        raise ResultsError(str(exc)) from None
+    if not candidates:
+        raise ResultsError(f"No finished experiment with a trial that reached the last epoch among the "
+                           f"{len(folders)} under {results_dir}.")
+    return candidates
 
 
 def run_path(out_dir: str | Path, task: str, trial_id: str, seed: int) -> Path:

@@ -187,8 +187,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     report = ExportReport()
     try:
         with storage.local_experiments(results_dir) as local:  # a URI (s3://...): its small files copied locally
-            def shown(folder: Path) -> Path | str:  # the experiment's own path or URI, never the local copy's
-                return storage.join(str(results_dir), folder.relative_to(local).as_posix()) if storage.is_uri(results_dir) else folder
+            def shown(folder: Path) -> Path | str:
+                return storage.shown_path(results_dir, local, folder)
 
             folders = find_experiments(local)
             if not folders:

@@ -189,6 +189,13 @@ def _experiment_folders(fs: Any, base: str) -> list[str]:
     return folders
 
 
+def shown_path(root: str | os.PathLike[str], local: Path, folder: Path) -> Path | str:
+    """Where ``folder``, found under ``local`` (what :func:`local_experiments` yielded for
+    ``root``), really lives: its URI when ``root`` is one, else ``folder`` itself. Readers show and
+    record this path, never the temporary copy's."""
+    return join(str(root), folder.relative_to(local).as_posix()) if is_uri(root) else folder
+
+
 @contextmanager
 def local_experiments(root: str | os.PathLike[str]) -> Iterator[Path]:
     """The experiments under ``root`` (a local folder or a URI) as a local folder to read.
