@@ -17,6 +17,8 @@ still returned, so one bad experiment never hides the others.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -325,9 +327,10 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
             problems: list[Problem] = []
             for folder in folders:
                 experiment, found = load_experiment(folder)
-                problems.extend(found)
+                # shown with their own paths or URIs, never the temporary copy's
+                problems.extend(dataclasses.replace(p, path=storage.shown_path(root, root_path, p.path)) for p in found)
                 if experiment is not None:
-                    experiments.append(experiment)
+                    experiments.append(dataclasses.replace(experiment, path=storage.shown_path(root, root_path, folder)))
     except storage.StorageError as exc:
         raise NoExperimentsError(str(exc)) from None
     if not experiments:

@@ -107,6 +107,7 @@ def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashbo
     assert sensitivity.main([uri, "--out", str(page), "--no-images"]) == 0
     text = page.read_text()
     assert "digits" in text and f'data-trial="{json.loads(_read(s3, "runs/s3exp/digits/experiment.json"))["best_trial"]}"' in text
+    assert f"{uri}/s3exp/digits" in text and "ssot-experiments-" not in text  # the URI, not the temporary copy
     # tune/confirm.py reads its candidates from the store too (training them is tested locally)
     from tune import confirm, confirmation
 
