@@ -13,8 +13,8 @@ A search still running is drawn as far as it got, with a banner saying that it i
 
 The dashboard also draws the paper's other analyses found under RESULTS_DIR (run records of
 ``tune/ablation.py``, ``tune/solvers.py``, ``tune/final.py`` or ``--out``, and t-SNE files of
-``tune/feature_maps.py``): class weights vs the truth, OT solvers, feature maps
-(:mod:`analysis.dashboard_paper`); a folder holding only those is drawn too.
+``python -m ssot.feature_maps``): class weights vs the truth, OT solvers, feature maps
+(:mod:`analysis.dashboard.paper_section`); a folder holding only those is drawn too.
 
 Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
 stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
@@ -28,12 +28,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repository root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR, build_dashboard  # noqa: E402
-from analysis.experiments import AnalysisError  # noqa: E402
-from analysis.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
+from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
+from analysis.data.experiments import AnalysisError  # noqa: E402
 
 
 def _bins(text: str) -> str | int | list[float]:

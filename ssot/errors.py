@@ -18,6 +18,15 @@ class DataError(SSOTError):
     """A dataset, folder, list file or image is missing or unreadable (names the path)."""
 
 
+class ResultsError(SSOTError):
+    """A results folder, experiment, run record or output path that the user has to fix (names the path)."""
+
+
+class ExternalError(SSOTError):
+    """An external service failed while a command worked: a download, an object store (names the
+    service, the reason and what to retry or check)."""
+
+
 class DivergedError(SSOTError, ArithmeticError):
     """Training produced a non-finite loss or metric; ``reason`` says which and when."""
 

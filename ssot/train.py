@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import statistics
 import sys
 import types
 import typing
@@ -22,6 +20,7 @@ from typing import Any
 
 from ssot.config import SSOTConfig
 from ssot.errors import SSOTError, check_output, one_line
+from ssot.results.record import RunRecord, summarize, write_new
 
 _HELP = {
     "task": "task name: digits, P2H, H2P (embedded, no download; H2H and P2P are their target-supervised references), custom (--source/--target folders) or a paper task such as A2W, P2I, Ar2Cl, S2R",
@@ -90,21 +89,6 @@ def _print_epoch(metrics: dict[str, Any]) -> None:
           f"snd {metrics['snd']:.3f}  im {metrics['im']:.3f}  dev {metrics['dev']:.3f}  mixval {metrics['mixval']:.3f}", flush=True)
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean and sample standard deviation of the final and source-only target accuracies
-    (``None`` on an unlabeled target)."""
-    final = [r["epochs"][-1]["target_acc"] if r["epochs"] else r["source_only_target_acc"] for r in records]
-    base = [r["source_only_target_acc"] for r in records]
-
-    def stats(xs: list[float | None]) -> dict[str, float] | None:
-        if any(x is None for x in xs):
-            return None
-        return {"mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0}
-
-    return {"seeds": [r["config"]["seed"] for r in records], "target_acc": stats(final), "source_only_target_acc": stats(base),
-            "statuses": [r["status"] for r in records]}
-
-
 def main(argv: list[str] | None = None) -> int:
     from ssot.trainer import Trainer
 
@@ -135,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
 
                 save_models(args.save_model, cfg, source_only, {"f": trainer.f.state_dict(), "eta": trainer.eta.state_dict()})
                 print(f"wrote {args.save_model}")
-            if record["status"] == "diverged":
-                print(f"run diverged: {record['reason']}", file=sys.stderr)
+            typed = RunRecord.from_dict(record)
+            if typed.status == "diverged":
+                print(f"run diverged: {typed.reason}", file=sys.stderr)
             else:
-                print(f"final target_acc {_acc(record['epochs'][-1]['target_acc'] if record['epochs'] else float('nan'))} "
-                      f"(source-only {_acc(record['source_only_target_acc'])})", flush=True)
+                print(f"final target_acc {_acc(typed.epochs[-1]['target_acc'] if typed.epochs else float('nan'))} "
+                      f"(source-only {_acc(typed.source_only_target_acc)})", flush=True)
             records.append(record)
     except SSOTError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
@@ -153,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(records)} seeds: target_acc {t['mean']:.4f} +- {t['std']:.4f}  (source-only {b['mean']:.4f} +- {b['std']:.4f})")
     if args.out is not None:
         payload = records[0] if len(records) == 1 else {"config": records[0]["config"], "summary": summary, "runs": records}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "x") as fh:  # "x": never overwrite a result
-            json.dump(payload, fh, indent=2)
-        print(f"wrote {args.out}")
+        print(f"wrote {write_new(args.out, payload)}")  # never overwrites a result
     return 0 if all(r["status"] == "completed" for r in records) else 1
 
 

@@ -1,4 +1,4 @@
-"""Write experiment folders for the tests, through the same writer as ``tune/`` (:mod:`tune.schema`).
+"""Write experiment folders for the tests, through the same writer as ``tune/`` (:mod:`ssot.results.experiment`).
 
 The accuracies are made up (no training involved); the format, the metadata and the best config
 (the one best-trial rule) are those of a real search.
@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tune import schema
+from ssot.results import experiment as results_experiment
+from ssot.results.experiment import FINISHED, new_meta, now, parse_trials
+from ssot.results.trials import PARAMS, RUNNING, best_trial, trial_columns, trial_table
 from tune.space import default_space, paper_grid_space
 
 #: The paper's grid for lambda_OT and lambda_Ent, and tune/'s default TPE/random space.
@@ -42,29 +44,29 @@ def write_experiment(
     space: Mapping[str, Any],
     max_epochs: int,
     name: str = "demo",
-    status: str = schema.FINISHED,
+    status: str = FINISHED,
     dataset: str | None = None,
     best_config: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write an experiment as tune/ does; ``best_config.json`` (unless running) defaults to the
     paper's four hyperparameters of the trial the best-trial rule picks, plus task and epochs."""
     frame = pd.DataFrame(list(rows) if not isinstance(rows, pd.DataFrame) else rows)
-    for column in schema.trial_columns(schema.PARAMS):
+    for column in trial_columns(PARAMS):
         if column not in frame:
             frame[column] = task if column == "task" else (search if column == "search" else math.nan)
-    columns = schema.trial_columns(schema.PARAMS)
+    columns = trial_columns(PARAMS)
     frame = frame[columns + [c for c in frame.columns if c not in columns]]
-    meta = schema.new_meta(task=task, dataset=dataset if dataset is not None else _dataset_of(task), name=name,
+    meta = new_meta(task=task, dataset=dataset if dataset is not None else _dataset_of(task), name=name,
                            search=search, space=space, max_epochs=max_epochs,
                            num_samples=int(frame["trial_id"].nunique()))
-    table = schema.trial_table(schema.parse_trials(frame.to_csv(index=False), folder, []), max_epochs)
-    best = schema.best_trial(table)
-    meta.update(status=status, finished=schema.now() if status == schema.FINISHED else None,
+    table = trial_table(parse_trials(frame.to_csv(index=False), folder, []), max_epochs)
+    best = best_trial(table)
+    meta.update(status=status, finished=now() if status == FINISHED else None,
                 best_trial=None if best is None else str(best["trial_id"]))
-    if status != schema.RUNNING and best_config is None and best is not None:
+    if status != RUNNING and best_config is None and best is not None:
         best_config = {"task": task, "epochs": max_epochs, "seed": 0}
-        best_config.update({p: (int if p == "potential_width" else float)(best[p]) for p in schema.PARAMS})
-    return schema.write_experiment(folder, meta, frame, None if status == schema.RUNNING else best_config)
+        best_config.update({p: (int if p == "potential_width" else float)(best[p]) for p in PARAMS})
+    return results_experiment.write_experiment(folder, meta, frame, None if status == RUNNING else best_config)
 
 
 def trial_rows(

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import pytest
 
 from analysis.dashboard import build_dashboard, export_images
-from analysis.experiments import NoExperimentsError
+from analysis.data.experiments import NoExperimentsError
 from experiment_fixtures import write_edge_tpe, write_paper_grid
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,10 +176,10 @@ def _can_export() -> bool:
 
 @pytest.mark.skipif(not _can_export(), reason="static export needs kaleido and Chromium")
 def test_static_heatmap_images(results: Path, tmp_path: Path) -> None:
-    from analysis.experiments import load_experiments
-    from analysis.figures import heatmap_figure
-    from analysis.bins import heatmap_info
-    from analysis.frames import final_results, trial_table
+    from analysis.data.experiments import load_experiments
+    from analysis.plotly.heatmap import heatmap_figure
+    from analysis.data.bins import heatmap_info
+    from analysis.data.frames import final_results, trial_table
 
     experiments, _ = load_experiments(results)
     grid = next(e for e in experiments if e.search == "grid")

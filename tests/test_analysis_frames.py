@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.bins import axis_bins, heatmap_info
-from analysis.experiments import (
+from analysis.data.bins import axis_bins, heatmap_info
+from analysis.data.experiments import (
     NoExperimentsError,
     ParamSpec,
     Problem,
     load_experiment,
     load_experiments,
 )
-from analysis.figures import heatmap_figure
-from analysis.frames import (
+from analysis.plotly.heatmap import heatmap_figure
+from analysis.data.frames import (
     MODE_LABELS,
     cross_task_table,
     final_results,
@@ -34,10 +34,10 @@ from analysis.frames import (
     param_pairs,
     trial_table,
 )
-from analysis.paper import read_paper_accuracy
-from analysis.importance import MIN_TRIALS, importance_info
-from tune.schema import find_experiments as find_experiment_dirs
-from tune.schema import parse_trials
+from ssot.results.paper import read_paper_accuracy
+from analysis.data.importance import MIN_TRIALS, importance_info
+from ssot.results.experiment import find_experiments as find_experiment_dirs
+from ssot.results.experiment import parse_trials
 from experiment_fixtures import (
     EDGE_TRIALS,
     PAPER_GRID,

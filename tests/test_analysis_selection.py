@@ -10,7 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import selection as S
+from analysis.data import selection as S
+
+REPO = Path(__file__).resolve().parents[1]
 
 DIRS = {"target_acc": "max", "snd": "max", "entropy": "min"}
 
@@ -64,7 +66,7 @@ def test_summary_and_cli(tmp_path):
     summ = S.summary(table).set_index(["selection", "validator"])
     assert summ.loc[("hyperparameter", "snd"), "regret_mean"] == pytest.approx(10.0)
     assert summ.loc[("hyperparameter", "snd"), "experiments"] == 2 and summ.loc[("hyperparameter", "snd"), "regret_std"] == 0
-    script = Path(S.__file__)
+    script = REPO / "analysis" / "selection.py"
     done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "selection.csv").is_file() and "| digits | epoch | last_epoch | 2 | 10.0" in (tmp_path / "selection.md").read_text()
@@ -73,14 +75,14 @@ def test_summary_and_cli(tmp_path):
 
 
 def test_analysis_selection_does_not_import_torch():
-    code = "import sys; import analysis.selection; assert not {'torch', 'ray', 'ssot'} & set(sys.modules), sorted(sys.modules)"
-    root = Path(S.__file__).resolve().parents[1]
+    code = "import sys; import analysis.selection; assert not {'torch', 'ray', 'tune'} & set(sys.modules), sorted(sys.modules)"
+    root = REPO
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr[-500:]
 
 
 def test_dashboard_block_only_for_experiments_with_validators():
-    from analysis.selection import regret_html
+    from analysis.dashboard.regret import regret_html
 
     frame = pd.DataFrame({"trial_id": ["a", "a", "b", "b"], "epoch": [1, 2, 1, 2], "status": ["completed"] * 4,
                           "target_acc": [0.5, 0.6, 0.9, 0.8], "entropy": [0.3, 0.2, 0.5, 0.4]})

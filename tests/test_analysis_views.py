@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from analysis.dashboard import build_dashboard
-from analysis.experiments import load_experiment
-from analysis.frames import trial_table
-from analysis.importance import MIN_TRIALS, importance_infos
-from analysis.marginal import marginal_infos
-from analysis.views import (
+from analysis.data.experiments import load_experiment
+from analysis.data.frames import trial_table
+from analysis.data.importance import MIN_TRIALS, importance_infos
+from analysis.data.marginal import marginal_infos
+from analysis.data.views import (
     View,
     asha_rungs,
     default_view,
@@ -42,7 +42,8 @@ from experiment_fixtures import (
     EDGE_TRIALS,
     write_experiment,
 )
-from tune import schema
+from ssot.results.experiment import EXPERIMENT_FILE
+from ssot.results.trials import COMPLETED, EARLY_STOPPED, RUNNING
 
 REPO = Path(__file__).resolve().parent.parent
 ASHA = {"early_stop": True, "grace_period": 5, "reduction_factor": 3}
@@ -64,15 +65,15 @@ def _asha_rows(status_of_running: bool = False) -> list[dict]:
                   "eps": float(10 ** rng.uniform(-2, 1)), "potential_width": int(rng.choice([64, 256, 1024]))}
         epochs = MAX_EPOCHS if i in keep else 5
         curve = [truth(config["lambda_ot"]) + 0.01 * (e - 5) for e in range(1, epochs + 1)]
-        status = schema.COMPLETED if i in keep else schema.EARLY_STOPPED
+        status = COMPLETED if i in keep else EARLY_STOPPED
         if status_of_running and i >= N_TRIALS - 4:  # the last four are still at epochs 1..4
-            curve, status = curve[: i - (N_TRIALS - 5)], schema.RUNNING
+            curve, status = curve[: i - (N_TRIALS - 5)], RUNNING
         rows += trial_rows("digits", "tpe", f"t{i:02d}", config, curve, status)
     return rows
 
 
 def _with_meta(folder: Path, **extra) -> Path:
-    path = folder / schema.EXPERIMENT_FILE
+    path = folder / EXPERIMENT_FILE
     path.write_text(json.dumps({**json.loads(path.read_text()), **extra}))
     return folder
 
@@ -89,7 +90,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      max_epochs=2, name="grid-exp", dataset="imageclef")  # no scheduler: final view
     running = write_experiment(root / "live" / "digits", _asha_rows(True), task="digits",
                                search="tpe", space=TPE_SPACE, max_epochs=MAX_EPOCHS, name="live",
-                               status=schema.RUNNING, dataset="digits")
+                               status=RUNNING, dataset="digits")
     _with_meta(running, **ASHA)
     return root
 
@@ -299,7 +300,7 @@ def test_static_pdfs_without_a_browser(results: Path, tmp_path: Path,
     assert len(result.images) == 2 * len(expected)
     assert not [p for p in result.problems if "static" in p.message]
     # the files draw the default view, from the same info as the dashboard's Plotly figure
-    from analysis.view_figures import view_figures
+    from analysis.dashboard.sections import view_figures
 
     experiment, table = _asha(results)
     static = view_figures(experiment, table, "e0", "decades").static["digits__asha__lambda_ot__lambda_ent"]
@@ -322,7 +323,7 @@ def test_plotly_backend_without_kaleido_is_one_warning(results: Path, tmp_path: 
 
 def test_help_needs_no_matplotlib() -> None:
     code = ("import sys, analysis, analysis.sensitivity;"
-            "loaded = [m for m in ('matplotlib', 'torch', 'ray', 'ssot') if m in sys.modules];"
+            "loaded = [m for m in ('matplotlib', 'torch', 'ray', 'tune') if m in sys.modules];"
             "assert not loaded, loaded;"  # matplotlib is imported only when figures are drawn
             "sys.modules['matplotlib'] = None; sys.argv = ['sensitivity.py', '--help'];"
             "import runpy; runpy.run_path('analysis/sensitivity.py', run_name='__main__')")

@@ -12,7 +12,9 @@ import pytest
 from ray import tune as ray_tune
 
 from ssot.config import SSOTConfig
-from tune import confirm, confirmation, schema, search
+from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, FINISHED, TRIALS_FILE, parse_trials
+from ssot.results.trials import COMPLETED, RUNNING, best_trial, ranked_trials, trial_table
+from tune import confirm, confirmation, search
 from tune.experiment import SearchOptions, run_search
 from tune.final import collect_configs
 from tune.live import LiveOutputs, public_url
@@ -27,11 +29,11 @@ class Snapshots(ray_tune.Callback):
         self.folder, self.seen = folder, []
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        frame = pd.read_csv(self.folder / schema.TRIALS_FILE, dtype={"trial_id": str})
+        frame = pd.read_csv(self.folder / TRIALS_FILE, dtype={"trial_id": str})
         last = frame.groupby("trial_id").tail(1)
-        meta = json.loads((self.folder / schema.EXPERIMENT_FILE).read_text())
-        best = json.loads((self.folder / schema.BEST_CONFIG_FILE).read_text())
-        self.seen.append({"ended": int((last["status"] != schema.RUNNING).sum()), "status": meta["status"],
+        meta = json.loads((self.folder / EXPERIMENT_FILE).read_text())
+        best = json.loads((self.folder / BEST_CONFIG_FILE).read_text())
+        self.seen.append({"ended": int((last["status"] != RUNNING).sum()), "status": meta["status"],
                           "frame": frame, "best": best, "trial": trial.trial_id})
 
 
@@ -60,17 +62,17 @@ def searched(ray_local, tmp_path_factory):
 def test_trials_csv_grows_after_each_finished_trial_while_the_search_says_running(searched):
     seen = searched.snapshots
     assert [s["ended"] for s in seen] == [1, 2, 3]  # after the k-th trial ended, k trials are in the file as ended
-    assert {s["status"] for s in seen} == {schema.RUNNING}
-    assert json.loads((searched.folder / schema.EXPERIMENT_FILE).read_text())["status"] == schema.FINISHED
-    final = pd.read_csv(searched.folder / schema.TRIALS_FILE, dtype={"trial_id": str})
+    assert {s["status"] for s in seen} == {RUNNING}
+    assert json.loads((searched.folder / EXPERIMENT_FILE).read_text())["status"] == FINISHED
+    final = pd.read_csv(searched.folder / TRIALS_FILE, dtype={"trial_id": str})
     live = seen[-1]["frame"]  # the last live file already holds every epoch of every trial
     key = ["trial_id", "epoch"]
     assert live.sort_values(key)[[*key, "target_acc", "lambda_ot", "status"]].reset_index(drop=True).equals(
         final.sort_values(key)[[*key, "target_acc", "lambda_ot", "status"]].reset_index(drop=True))
-    assert seen[-1]["best"] == json.loads((searched.folder / schema.BEST_CONFIG_FILE).read_text())
+    assert seen[-1]["best"] == json.loads((searched.folder / BEST_CONFIG_FILE).read_text())
     for snap in seen:  # the best config so far is the best of the trials ended so far
-        table = schema.trial_table(schema.parse_trials(snap["frame"].to_csv(index=False), searched.folder, []), TINY["epochs"])
-        best = schema.best_trial(table)
+        table = trial_table(parse_trials(snap["frame"].to_csv(index=False), searched.folder, []), TINY["epochs"])
+        best = best_trial(table)
         assert snap["best"]["lambda_ot"] == pytest.approx(best["lambda_ot"])
     assert not list(searched.folder.glob(".*.tmp"))  # atomic writes leave no temporary file
 
@@ -78,12 +80,12 @@ def test_trials_csv_grows_after_each_finished_trial_while_the_search_says_runnin
 def test_live_outputs_keep_earlier_rows_of_a_resumed_search(searched, tmp_path):
     """Unit level, with fake trials: a trial resumed from its checkpoint keeps its earlier epochs,
     trials not seen again keep their rows, a running trial is 'running'."""
-    info = json.loads((searched.folder / schema.EXPERIMENT_FILE).read_text())
-    old = pd.read_csv(searched.folder / schema.TRIALS_FILE, dtype={"trial_id": str})
+    info = json.loads((searched.folder / EXPERIMENT_FILE).read_text())
+    old = pd.read_csv(searched.folder / TRIALS_FILE, dtype={"trial_id": str})
     ids = sorted(old["trial_id"].unique())
-    (tmp_path / schema.TRIALS_FILE).write_text(old[~((old["trial_id"] == ids[0]) & (old["epoch"] == 2))].to_csv(index=False))
-    meta = (searched.folder / schema.EXPERIMENT_FILE).read_text()
-    (tmp_path / schema.EXPERIMENT_FILE).write_text(meta)
+    (tmp_path / TRIALS_FILE).write_text(old[~((old["trial_id"] == ids[0]) & (old["epoch"] == 2))].to_csv(index=False))
+    meta = (searched.folder / EXPERIMENT_FILE).read_text()
+    (tmp_path / EXPERIMENT_FILE).write_text(meta)
     live = LiveOutputs(str(tmp_path), info)
     live.setup()
     resumed = SimpleNamespace(trial_id=ids[0], config=old[old["trial_id"] == ids[0]].iloc[0].to_dict(), error_file=None)
@@ -91,20 +93,20 @@ def test_live_outputs_keep_earlier_rows_of_a_resumed_search(searched, tmp_path):
     live.on_trial_result(0, [], resumed, {"epoch": 2, "target_acc": 0.99, "trial_id": ids[0], "config": {}})
     live.on_trial_result(0, [], new, {"epoch": 1, "target_acc": 0.5, "trial_id": "new00001"})
     live.on_trial_complete(0, [], resumed)
-    frame = pd.read_csv(tmp_path / schema.TRIALS_FILE, dtype={"trial_id": str})
+    frame = pd.read_csv(tmp_path / TRIALS_FILE, dtype={"trial_id": str})
     first = frame[frame["trial_id"] == ids[0]]
     assert first["epoch"].tolist() == [1, 2] and first["target_acc"].iloc[1] == 0.99
-    assert set(first["status"]) == {schema.COMPLETED}
-    assert frame[frame["trial_id"] == "new00001"]["status"].tolist() == [schema.RUNNING]
+    assert set(first["status"]) == {COMPLETED}
+    assert frame[frame["trial_id"] == "new00001"]["status"].tolist() == [RUNNING]
     for other in ids[1:]:
         assert frame[frame["trial_id"] == other]["target_acc"].tolist() == old[old["trial_id"] == other]["target_acc"].tolist()
-    assert json.loads((tmp_path / schema.BEST_CONFIG_FILE).read_text())["lambda_ot"] == pytest.approx(resumed.config["lambda_ot"])
-    assert (tmp_path / schema.EXPERIMENT_FILE).read_text() == meta  # experiment.json is the search's to write
+    assert json.loads((tmp_path / BEST_CONFIG_FILE).read_text())["lambda_ot"] == pytest.approx(resumed.config["lambda_ot"])
+    assert (tmp_path / EXPERIMENT_FILE).read_text() == meta  # experiment.json is the search's to write
 
 
 def test_a_failed_live_write_is_one_warning_and_never_ends_the_search(searched, tmp_path, capsys):
     (tmp_path / "file").write_text("")
-    live = LiveOutputs(str(tmp_path / "file" / "exp"), json.loads((searched.folder / schema.EXPERIMENT_FILE).read_text()))
+    live = LiveOutputs(str(tmp_path / "file" / "exp"), json.loads((searched.folder / EXPERIMENT_FILE).read_text()))
     for k in range(2):
         trial = SimpleNamespace(trial_id=f"t{k}", config={"lambda_ot": 1.0}, error_file=None)
         live.on_trial_result(0, [], trial, {"epoch": 1, "target_acc": 0.5})
@@ -116,7 +118,7 @@ def test_a_failed_live_write_is_one_warning_and_never_ends_the_search(searched, 
 def test_the_optuna_study_holds_every_trial_with_its_value(searched):
     import optuna
 
-    info = json.loads((searched.folder / schema.EXPERIMENT_FILE).read_text())
+    info = json.loads((searched.folder / EXPERIMENT_FILE).read_text())
     assert info["optuna_storage"] == searched.storage and info["optuna_study"] == "live/digits"
     study = optuna.load_study(study_name=info["optuna_study"], storage=searched.storage)
     last = searched.outcome.trials.sort_values("epoch").groupby("trial_id").tail(1)
@@ -162,7 +164,7 @@ def test_confirm_reruns_the_top_trials_over_seeds_resumes_and_never_overwrites(s
     assert confirm.main(args) == 0
     printed = capsys.readouterr().out
     table = pd.read_csv(out / confirmation.CSV_NAME, dtype={"trial_id": str})
-    ranked = schema.ranked_trials(schema.trial_table(searched.outcome.trials, TINY["epochs"]))
+    ranked = ranked_trials(trial_table(searched.outcome.trials, TINY["epochs"]))
     assert table["trial_id"].tolist() == ranked["trial_id"].head(2).tolist()  # the best-trial rule's top 2
     assert table["search_value"].tolist() == pytest.approx(ranked["target_acc"].head(2).tolist())
     runs = out / "runs" / "digits"

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from analysis.dashboard import build_dashboard
-from analysis.dashboard_paper import PaperSection, paper_section
-from analysis.experiments import NoExperimentsError
+from analysis.dashboard.paper_section import PaperSection, paper_section
+from analysis.data.experiments import NoExperimentsError
 from paper_fixtures import feature_map_data, synthetic_record, write_record
 from test_analysis_dashboard import _chromium, _open_in_chromium
 
@@ -130,7 +130,7 @@ def test_cli_on_a_folder_of_run_records(results: Path, tmp_path: Path) -> None:
     assert 'id="paper-class-weights"' in out.read_text()
     loaded = subprocess.run([sys.executable, "-c", "import sys, analysis.dashboard; print(' '.join(sys.modules))"],
                             cwd=REPO, capture_output=True, text=True).stdout.split()
-    assert "analysis.dashboard_paper" in loaded and not {"torch", "ray", "ssot"} & set(loaded)
+    assert "analysis.dashboard.paper_section" in loaded and not {"torch", "ray", "tune"} & set(loaded)
 
 
 @pytest.mark.slow  # a headless browser

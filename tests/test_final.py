@@ -13,7 +13,10 @@ import pytest
 
 import ssot.trainer
 from ssot.config import SSOTConfig
-from tune import export, final, results
+from ssot.errors import ResultsError
+from ssot.results import final_table as results
+from ssot.results import paper as paper_numbers
+from tune import export, final
 
 REPO = Path(__file__).resolve().parent.parent
 TRIAL_COLUMNS = ["task", "trial_id", "search", "lambda_ot", "lambda_ent", "eps", "potential_width", "epoch",
@@ -64,13 +67,14 @@ def searches(tmp_path) -> dict[str, Path]:
 
 # ------------------------------------------------------------------------------------ export
 def test_best_trial_uses_the_final_epoch_of_trials_that_reached_it(searches):
-    from tune import schema
+    from ssot.results.experiment import read_experiment
+    from ssot.results.trials import best_trial, trial_table
 
-    files = schema.read_experiment(searches["best"])
-    table = schema.trial_table(files.trials, files.max_epochs)
-    best = schema.best_trial(table)
+    files = read_experiment(searches["best"])
+    table = trial_table(files.trials, files.max_epochs)
+    best = best_trial(table)
     assert best["trial_id"] == "t_completed" and best["target_acc"] == pytest.approx(0.8)  # not 0.9 (earlier epoch), not 0.95 (early-stopped)
-    assert schema.best_trial(table[table["status"] != "completed"]) is None
+    assert best_trial(table[table["status"] != "completed"]) is None
 
 
 def test_export_picks_the_best_experiment_skips_running_and_refuses_overwrite(searches, tmp_path, capsys):
@@ -202,15 +206,15 @@ def test_results_table_joins_the_paper_in_percent(tmp_path):
     written = pd.read_csv(csv_path)
     assert written.loc[1, "delta_vs_paper"] != written.loc[1, "delta_vs_paper"]  # empty -> NaN
     assert written.loc[0, "delta_vs_paper"] == pytest.approx(-0.7)
-    with pytest.raises(results.ResultsError, match="already exists"):
+    with pytest.raises(ResultsError, match="already exists"):
         results.write_results(table, tmp_path / "t")
 
 
 def test_paper_accuracy_comes_from_the_installed_package():
     import ssot
 
-    assert results.paper_accuracy_path() == Path(ssot.__file__).parent / "paper_accuracy.csv"
-    paper = results.read_paper_accuracy()
+    assert paper_numbers.paper_accuracy_path() == Path(ssot.__file__).parent / "paper_accuracy.csv"
+    paper = paper_numbers.read_paper_accuracy()
     assert len(paper) == 26 and paper.loc["A2W", "ssot_acc"] == 97.3
 
 

@@ -54,7 +54,7 @@ def _keys(bucket: str, prefix: str) -> list[str]:
 
 
 def _read(bucket: str, key: str) -> str:
-    from tune import storage
+    from ssot.results import storage
 
     text = storage.read_text(f"s3://{bucket}/{key}")
     assert text is not None, key

@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import paper_figures as pf
+from analysis.data import paper_runs as info
+from analysis.mpl import paper as pf
 from paper_fixtures import feature_map_data, synthetic_record
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_estimated_proportions_are_p_s_times_m():
-    est, true, p_s = pf.estimated_proportions(synthetic_record())
+    est, true, p_s = info.estimated_proportions(synthetic_record())
     assert est.shape == (5, 4)
     np.testing.assert_allclose(est[0], p_s)
     np.testing.assert_allclose(est[-1], true, atol=1e-12)
@@ -32,10 +33,10 @@ def test_class_weight_figure_marks_outliers_and_reports_the_outlier_mass():
     dashed = [ln for ln in line_ax.get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 2 and all("(outlier)" in ln.get_label() for ln in dashed)
     assert "outlier classes 0.100" in bar_ax.get_title()
-    with pytest.raises(pf.FigureError, match="use_class_weights=false"):
+    with pytest.raises(info.FigureError, match="use_class_weights=false"):
         pf.class_weight_figure({**record, "config": {**record["config"], "use_class_weights": False}})
-    with pytest.raises(pf.FigureError, match="source_class_freq"):
-        pf.estimated_proportions({k: v for k, v in record.items() if k != "source_class_freq"})
+    with pytest.raises(info.FigureError, match="source_class_freq"):
+        info.estimated_proportions({k: v for k, v in record.items() if k != "source_class_freq"})
 
 
 def test_solver_figure_draws_one_curve_per_solver_and_mean_times():

@@ -1,4 +1,4 @@
-"""The results format has one owner (tune/schema.py): one reader, one per-trial table, one
+"""The results format has one owner (tune/py): one reader, one per-trial table, one
 best-trial rule, which every consumer (best_config.json, tune/export.py, the printed summary, the
 dashboard) applies, and light imports for the commands that only read results."""
 from __future__ import annotations
@@ -13,7 +13,10 @@ import pandas as pd
 import pytest
 
 from ssot.config import SSOTConfig
-from tune import schema
+from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, new_meta, read_experiment
+from ssot.results import trials as trial_model
+from ssot.results.trials import PARAMS, trial_columns
+from ssot.results.metrics import METRIC_COLUMNS, REPORTED_METRICS, metric
 
 REPO = Path(__file__).resolve().parents[1]
 EPOCHS = 3
@@ -38,33 +41,33 @@ def _write_tie(folder: Path) -> dict:
     space = {"lambda_ot": {"type": "loguniform", "low": 1e-3, "high": 10.0},
              "potential_width": {"type": "choice", "values": [64, 128, 256, 512]}}
     base = SSOTConfig.for_task("digits", epochs=EPOCHS)
-    info = schema.new_meta(task="digits", dataset="digits", name="tie", search="tpe", space=space, max_epochs=EPOCHS,
+    info = new_meta(task="digits", dataset="digits", name="tie", search="tpe", space=space, max_epochs=EPOCHS,
                            num_samples=4, base_config=base.to_dict())
-    frame = pd.DataFrame(rows).reindex(columns=schema.trial_columns(list(schema.PARAMS)))
+    frame = pd.DataFrame(rows).reindex(columns=trial_columns(list(PARAMS)))
     write_outputs(str(folder), info, frame, finished=True)
     return info
 
 
 def test_the_tie_names_the_same_trial_in_every_consumer(tmp_path, capsys):
-    from analysis.bins import heatmap_info
+    from analysis.data.bins import heatmap_info
     from analysis.dashboard import build_dashboard
-    from analysis.experiments import load_experiments
-    from analysis.frames import best_trial, cross_task_table, final_results, trial_table
+    from analysis.data.experiments import load_experiments
+    from analysis.data.frames import best_trial, cross_task_table, final_results, trial_table
     from tune import export
     from tune.outputs import collect, summary_lines
 
     folder = tmp_path / "tie" / "digits"
     info = _write_tie(folder)
     # the rule: highest final-epoch target_acc among trials that reached the last epoch, ties to the lowest id
-    files = schema.read_experiment(folder)
+    files = read_experiment(folder)
     assert files.problems == []
-    ranked = schema.ranked_trials(schema.trial_table(files.trials, files.max_epochs))
+    ranked = trial_model.ranked_trials(trial_model.trial_table(files.trials, files.max_epochs))
     assert list(ranked["trial_id"]) == ["t_a", "t_b", "t_0"]
     expected = "t_a"
     # best_config.json and experiment.json (written by tune/)
-    best = json.loads((folder / schema.BEST_CONFIG_FILE).read_text())
+    best = json.loads((folder / BEST_CONFIG_FILE).read_text())
     assert (best["lambda_ot"], best["potential_width"]) == (0.198, 128)
-    assert json.loads((folder / schema.EXPERIMENT_FILE).read_text())["best_trial"] == expected
+    assert json.loads((folder / EXPERIMENT_FILE).read_text())["best_trial"] == expected
     # tune/export.py
     assert export.load_experiment(folder).best_trial == expected
     # the printed summary: its first ranked trial
@@ -102,7 +105,7 @@ def _dashboard_config(page: str) -> dict:
 def test_an_old_experiment_folder_still_loads(tmp_path):
     """Folders written before the schema (no metric_label / best_trial, trials.csv without
     source_only_target_acc and time_s) load with no problem and the same rule."""
-    from analysis.experiments import load_experiments
+    from analysis.data.experiments import load_experiments
 
     folder = tmp_path / "old" / "A2D"
     folder.mkdir(parents=True)
@@ -121,23 +124,25 @@ def test_an_old_experiment_folder_still_loads(tmp_path):
     (folder / "best_config.json").write_text(json.dumps({"task": "A2D", "lambda_ot": 1.0}))
     experiments, problems = load_experiments(tmp_path)
     assert problems == [] and len(experiments) == 1
-    files = schema.read_experiment(folder)
+    files = read_experiment(folder)
     assert files.metric == "target_acc"
-    assert schema.best_trial(schema.trial_table(files.trials, files.max_epochs))["trial_id"] == "x0"
+    assert trial_model.best_trial(trial_model.trial_table(files.trials, files.max_epochs))["trial_id"] == "x0"
 
 
 def test_metrics_are_data_with_a_direction_and_the_trainable_reports_them():
-    assert schema.metric("target_acc").direction == "max" and schema.metric("target_acc").label == "oracle"
-    assert schema.metric("loss_total").direction == "min"
-    assert "source_only_target_acc" in schema.METRIC_COLUMNS and "source_only_target_acc" not in schema.REPORTED_METRICS
+    assert metric("target_acc").direction == "max" and metric("target_acc").label == "oracle"
+    assert metric("loss_total").direction == "min"
+    assert "source_only_target_acc" in METRIC_COLUMNS and "source_only_target_acc" not in REPORTED_METRICS
     with pytest.raises(ValueError, match="The 'metric' parameter must be one of"):
-        schema.metric("accuracy")
+        metric("accuracy")
     table = pd.DataFrame({"trial_id": ["b", "a", "c"], "loss_total": [0.5, 0.5, 0.7], "reached_final": [True] * 3})
-    assert list(schema.ranked_trials(table, "loss_total")["trial_id"]) == ["a", "b", "c"]  # lower is better; ties by id
+    assert list(trial_model.ranked_trials(table, "loss_total")["trial_id"]) == ["a", "b", "c"]  # lower is better; ties by id
 
 
-@pytest.mark.parametrize("command", [["tune/export.py", "--help"], ["tune/results.py", "--help"],
-                                     ["analysis/sensitivity.py", "--help"], ["-c", "import ssot, tune.schema"]])
+@pytest.mark.parametrize("command", [["tune/export.py", "--help"], ["analysis/sensitivity.py", "--help"],
+                                     ["analysis/selection.py", "--help"], ["analysis/paper_figures.py", "--help"],
+                                     ["-c", "import ssot, ssot.results.experiment, ssot.results.storage, ssot.results.record, "
+                                            "ssot.results.final_table, ssot.results.paper, ssot.results.metrics, analysis"]])
 def test_reading_commands_load_neither_torch_nor_ray(command):
     proc = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
@@ -155,7 +160,7 @@ def test_an_all_diverged_search_is_finished_without_a_best_config_and_without_er
                       [0.5, 0.0], "diverged", "non-finite loss_ot at epoch 2")
     folder = write_experiment(tmp_path / "div" / "A2D", rows, task="A2D", search="tpe", space={},
                               max_epochs=3, dataset="office31")
-    assert not (folder / schema.BEST_CONFIG_FILE).exists()
+    assert not (folder / BEST_CONFIG_FILE).exists()
     result = build_dashboard(tmp_path, images=False)
     assert [p for p in result.problems if p.severity == "error"] == []
     assert "still running" not in " ".join(str(p) for p in result.problems)

@@ -11,7 +11,7 @@ import pytest
 from ssot.config import SSOTConfig
 from ssot.errors import ConfigError
 from ssot.validators import DIRECTIONS
-from tune import schema
+from ssot.results.trials import best_trial, trial_table
 from tune.experiment import SearchOptions, run_search
 
 QUICK = {"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 4}
@@ -22,10 +22,10 @@ def test_best_completed_trial_follows_the_direction():
                           "status": ["completed"] * 4 + ["early-stopped"], "target_acc": [0.5] * 5,
                           "entropy": [0.1, 0.9, 0.5, 0.4, 0.0], "snd": [9.0, 1.0, 0.0, 2.0, 50.0],
                           "mixval": [math.nan] * 5})
-    table = schema.trial_table(frame, max_epochs=2)
+    table = trial_table(frame, max_epochs=2)
 
     def best(name: str) -> tuple[str | None, float]:
-        row = schema.best_trial(table, name)
+        row = best_trial(table, name)
         return (None, math.nan) if row is None else (row["trial_id"], row[name])
 
     assert best("entropy") == ("b", 0.4)  # final epochs only, completed only, lower is better

@@ -297,7 +297,7 @@ def test_a_real_search_is_read_by_analysis_and_every_consumer_names_its_best_tri
     import re
 
     from analysis.dashboard import build_dashboard
-    from analysis.experiments import load_experiments
+    from analysis.data.experiments import load_experiments
     from tune import export
 
     options = SearchOptions(task="digits", num_samples=3, base={"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 5},

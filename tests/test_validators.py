@@ -130,12 +130,13 @@ def test_dev_does_not_touch_the_global_rng():
 
 
 def test_results_format_knows_every_validator_with_its_direction():
-    """tune/schema.py (torch-free) owns the trials.csv columns; ssot/validators.py computes the
+    """tune/py (torch-free) owns the trials.csv columns; ssot/validators.py computes the
     scores: the two must name the same validators with the same directions."""
-    from tune import schema
+    from ssot.results.trials import trial_columns
+    from ssot.results.metrics import metric
 
     for name in V.EPOCH_VALIDATORS:
         if name == "source_acc":
             continue
-        assert schema.metric(name).direction == V.DIRECTIONS[name], name
-    assert "target_pred" in schema.trial_columns(["lambda_ot"])
+        assert metric(name).direction == V.DIRECTIONS[name], name
+    assert "target_pred" in trial_columns(["lambda_ot"])

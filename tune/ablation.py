@@ -17,7 +17,6 @@ and exit with status 2; the status is 1 when a run did not complete.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,15 +24,15 @@ from typing import Any
 
 import pandas as pd
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from ssot.config import SSOTConfig  # noqa: E402
 from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune.final import Log, apply_overrides, run_record_path, train_on_ray  # noqa: E402
-from tune.results import ResultsError, check_new, check_seeds, format_mean_std  # noqa: E402
+from ssot.errors import ResultsError  # noqa: E402
+from ssot.results.final_table import check_new, check_seeds, format_mean_std  # noqa: E402
+from ssot.results.record import RunRecord, mean_std, records, run_path  # noqa: E402
+from tune.final import Log, apply_overrides, train_on_ray  # noqa: E402
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -58,7 +57,7 @@ def variant_configs(full: SSOTConfig, variants: Variants = VARIANTS) -> dict[str
 
 
 def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, variants: Variants = VARIANTS,
-                 num_cpus: int = 2, log: Log = print) -> dict[str, list[dict[str, Any]]]:
+                 num_cpus: int = 2, log: Log = print) -> dict[str, list[RunRecord]]:
     """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
     (one CPU per run, ``num_cpus`` at a time, :func:`tune.final.train_on_ray`); reuse the
     records already there.
@@ -68,27 +67,23 @@ def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
     dict
         variant name -> run records in the order of ``seeds``.
     """
-    jobs = {(name, seed): (cfg.replace(seed=seed), run_record_path(Path(out_dir) / variants[name][0], cfg.task, seed))
+    jobs = {(name, seed): (cfg.replace(seed=seed), run_path(Path(out_dir) / variants[name][0], cfg.task, seed))
             for name, cfg in variant_configs(full, variants).items() for seed in seeds}
     records = train_on_ray(jobs, num_cpus=num_cpus, log=log)
     return {name: [records[name, s] for s in seeds] for name in variants}
 
 
-def _final_acc(record: dict[str, Any]) -> float | None:
-    if record["status"] != "completed":
-        return None
-    return record["epochs"][-1]["target_acc"] if record["epochs"] else record["source_only_target_acc"]
-
-
-def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any]]]]) -> pd.DataFrame:
-    """Long table: task, variant, mean, std (target accuracy in %), n_seeds, n_completed."""
+def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any] | RunRecord]]]) -> pd.DataFrame:
+    """Long table: task, variant, mean, std (target accuracy in %, the final accuracy of each
+    completed run), n_seeds, n_completed."""
     rows = []
     for task, by_variant in by_task.items():
-        for name, records in by_variant.items():
-            accs = [100 * a for a in map(_final_acc, records) if a is not None]
-            rows.append({"task": task, "variant": name, "mean": statistics.fmean(accs) if accs else float("nan"),
-                         "std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
-                         "n_seeds": len(records), "n_completed": len(accs)})
+        for name, runs in by_variant.items():
+            typed = records(runs)
+            accs = [100 * r.final_acc for r in typed if r.completed and r.final_acc is not None]
+            mean, std = mean_std(accs) if accs else (float("nan"), 0.0)
+            rows.append({"task": task, "variant": name, "mean": mean, "std": std,
+                         "n_seeds": len(typed), "n_completed": len(accs)})
     return pd.DataFrame(rows, columns=["task", "variant", "mean", "std", "n_seeds", "n_completed"])
 
 
@@ -145,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     print(ablation_markdown(table), end="")
     print(f"wrote {csv_path} and {md_path}")
-    return 0 if all(r["status"] == "completed" for rs in by_variant.values() for r in rs) else 1
+    return 0 if all(r.completed for rs in by_variant.values() for r in rs) else 1
 
 
 if __name__ == "__main__":

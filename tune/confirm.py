@@ -5,7 +5,7 @@
     python tune/final.py RESULTS_DIR/confirmed --seeds 0 1 2 --out final   # confirmed configs, as exported ones
 
 Every finished experiment under RESULTS_DIR (searched recursively) has its ``--top`` best trials
-(the best-trial rule of ``tune/schema.py``: trials that reached the last epoch, ranked by the
+(the best-trial rule of ``tune/py``: trials that reached the last epoch, ranked by the
 experiment's metric) re-run once per seed, each (trial, seed) a Ray task with the search's
 resource flags. Each run record is written to ``OUT/runs/<task>/<trial>_seed<s>.json`` as soon as
 it ends and reused when the command is run again, so an interrupted confirmation continues where
@@ -22,15 +22,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune import confirmation, storage  # noqa: E402
+from ssot.errors import ResultsError, SSOTError, check_output, one_line  # noqa: E402
+from ssot.results import storage  # noqa: E402
+from ssot.results.final_table import check_new, check_seeds  # noqa: E402
+from tune import confirmation  # noqa: E402
 from tune.final import train_on_ray  # noqa: E402
-from tune.results import ResultsError, check_new, check_seeds  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     print(confirmation.to_markdown(table), end="")
     print(f"wrote {', '.join(map(str, paths))}")
-    return 0 if all(r["status"] == "completed" for r in records.values()) else 1
+    return 0 if all(r.completed for r in records.values()) else 1
 
 
 if __name__ == "__main__":

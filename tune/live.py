@@ -1,7 +1,7 @@
 """Live views of a running search: the tidy files after each finished trial, and an Optuna study.
 
 ``trials.csv`` and ``best_config.json`` (the best trial *so far*, under the best-trial rule of
-:mod:`tune.schema`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
+:mod:`ssot.results.trials`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
 ``experiment.json`` says ``running``: a search of hours can be read (``analysis/``,
 ``tune/confirm.py`` refuses it until it finishes) as it goes. The final files are written when
 the search ends (:func:`tune.outputs.write_outputs`).
@@ -25,7 +25,9 @@ import pandas as pd
 from ray import tune as ray_tune
 
 from ssot.errors import ConfigError, check_output
-from tune import schema, storage
+from ssot.results import storage
+from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
+from ssot.results.trials import COMPLETED, RUNNING
 from tune.outputs import best_config, collect, trial_frame
 
 #: Database URLs an Optuna study can be stored at (SQLAlchemy's form ``dialect[+driver]://...``).
@@ -90,7 +92,7 @@ class LiveOutputs(ray_tune.Callback):
         self.failed = False
 
     def setup(self, **info: Any) -> None:
-        done = collect(self.path).trials if storage.exists(storage.join(self.path, schema.TRIALS_FILE)) else None
+        done = collect(self.path).trials if storage.exists(storage.join(self.path, TRIALS_FILE)) else None
         self.previous = done if done is not None and len(done) else None
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
@@ -115,8 +117,8 @@ class LiveOutputs(ray_tune.Callback):
                                     metrics_dataframe=pd.DataFrame(self.history.get(t, []))) for t in ids]
 
         parts = [trial_frame(results(ended), self.info, finished=ended) for ended in (True, False)]
-        running = parts[1]["status"] == schema.COMPLETED  # at the last epoch, but not ended yet
-        parts[1].loc[running, "status"] = schema.RUNNING
+        running = parts[1]["status"] == COMPLETED  # at the last epoch, but not ended yet
+        parts[1].loc[running, "status"] = RUNNING
         new = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else parts[0]
         return _merge(self.previous, new)
 
@@ -126,13 +128,13 @@ class LiveOutputs(ray_tune.Callback):
         try:
             frame = self.frame()
             best, _ = best_config(frame, self.info) if len(frame) else (None, None)
-            texts = schema.experiment_texts(self.info, frame, best.to_dict() if best else None)
-            for name in (schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):  # experiment.json stays 'running'
+            texts = experiment_texts(self.info, frame, best.to_dict() if best else None)
+            for name in (TRIALS_FILE, BEST_CONFIG_FILE):  # experiment.json stays 'running'
                 if name in texts:
                     storage.write_text_atomic(storage.join(self.path, name), texts[name])
         except Exception as exc:  # noqa: BLE001 - a live view must not end a search of hours
             if not self.failed:
-                print(f"warning: live {schema.TRIALS_FILE} not written ({type(exc).__name__}: {exc}); "
+                print(f"warning: live {TRIALS_FILE} not written ({type(exc).__name__}: {exc}); "
                       "it is written when the search ends", file=sys.stderr, flush=True)
             self.failed = True
 

@@ -20,14 +20,12 @@ import json
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
 from tune import space as spaces  # noqa: E402
-from ssot.validators import SEARCH_METRICS  # noqa: E402
+from ssot.results.metrics import SEARCH_METRICS  # noqa: E402
 from tune.experiment import DEFAULT_MAX_FAILURES, SearchOptions, run_search  # noqa: E402
 from tune.outputs import (  # noqa: E402
     EXIT_ERRORED,

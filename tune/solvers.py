@@ -19,16 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from ssot.config import OT_SOLVERS, SSOTConfig  # noqa: E402
 from ssot.errors import SSOTError, one_line  # noqa: E402
 from tune.ablation import run_variants  # noqa: E402
 from tune.final import apply_overrides  # noqa: E402
-from tune.results import ResultsError, check_new  # noqa: E402
+from ssot.errors import ResultsError  # noqa: E402
+from ssot.results.final_table import check_new  # noqa: E402
+from ssot.results.record import RunRecord, records  # noqa: E402
 
 #: solver name -> (folder, config changes), in the figure's order.
 SOLVER_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {name: (name, {"ot_solver": name}) for name in OT_SOLVERS}
@@ -39,14 +39,15 @@ def output_paths(out_dir: str | Path) -> tuple[Path, Path, Path]:
     return out / "solvers.png", out / "solvers.pdf", out / "solvers.md"
 
 
-def solver_table(by_solver: dict[str, list[dict[str, Any]]]) -> str:
-    """Markdown: solver, final target accuracy (%), last-epoch OT value, time per epoch (s)."""
+def solver_table(by_solver: dict[str, list[dict[str, Any] | RunRecord]]) -> str:
+    """Markdown: solver, final target accuracy (%) and last-epoch OT value of the runs with an
+    adaptation epoch, time per epoch (s)."""
     lines = ["| OT solver | target acc (%) | OT value, last epoch | time / epoch (s) |", "|---|---:|---:|---:|"]
-    for name, records in by_solver.items():
-        done = [r for r in records if r["epochs"]]
-        acc = statistics.fmean(100 * r["epochs"][-1]["target_acc"] for r in done) if done else float("nan")
-        val = statistics.fmean(r["epochs"][-1]["ot_value"] for r in done) if done else float("nan")
-        t = statistics.fmean(e["time_s"] for r in done for e in r["epochs"]) if done else float("nan")
+    for name, runs in by_solver.items():
+        done = [r for r in records(runs) if r.epochs]
+        acc = statistics.fmean(100 * r.final_acc for r in done) if done else float("nan")
+        val = statistics.fmean(r.epochs[-1]["ot_value"] for r in done) if done else float("nan")
+        t = statistics.fmean(e["time_s"] for r in done for e in r.epochs) if done else float("nan")
         lines.append(f"| {name} | {acc:.1f} | {val:.4g} | {t:.2f} |")
     return "\n".join(lines) + "\n"
 
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from analysis.paper_figures import solver_figure
 
     png, pdf, md = output_paths(out)
-    fig = solver_figure([r for rs in by_solver.values() for r in rs])
+    fig = solver_figure([r.to_dict() for rs in by_solver.values() for r in rs])
     fig.savefig(png, dpi=130)
     fig.savefig(pdf)
     table = solver_table(by_solver)
@@ -84,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fh.write(table)
     print(table, end="")
     print(f"wrote {png}, {pdf} and {md}")
-    return 0 if all(r["status"] == "completed" for rs in by_solver.values() for r in rs) else 1
+    return 0 if all(r.completed for rs in by_solver.values() for r in rs) else 1
 
 
 if __name__ == "__main__":

@@ -1,30 +1,19 @@
-"""The on-disk format of an experiment: its one owner (standard library and pandas only).
+"""The files of an experiment: names, statuses, the writer, the reader and its problems.
 
 An experiment is one search on one task, in a folder holding
 
 ``experiment.json`` (:data:`EXPERIMENT_FILE`)
     task, dataset, name, search kind, the ``metric`` it selects on and its ``mode``, the
-    space (spec kinds :data:`SPACE_KINDS`), ``max_epochs``, ``status`` (``running`` /
-    ``finished``), ``best_trial`` (the id the rule below picks), ...;
+    space (spec kinds :data:`SPACE_KINDS`), ``max_epochs``, ``status`` (:data:`EXPERIMENT_STATUSES`),
+    ``best_trial`` (the id :func:`ssot.results.trials.best_trial` picks), ...;
 ``trials.csv`` (:data:`TRIALS_FILE`)
-    one row per (trial, epoch): ``task, trial_id, search``, the hyperparameters, ``epoch``,
-    every metric of :data:`METRICS` and the trial's final ``status`` (:data:`STATUSES`) and
-    ``reason``; a trial that recorded no epoch has one row with an empty ``epoch``;
+    one row per (trial, epoch), see :mod:`ssot.results.trials`;
 ``best_config.json`` (:data:`BEST_CONFIG_FILE`)
     the full trainer config of the best trial.
 
-``tune/`` writes these files, ``analysis/`` and ``tune/export.py`` read them, all through this
-module: names, statuses, metric columns, the reader (:func:`read_experiment`), the per-trial table
-(:func:`trial_table`) and the best-trial rule (:func:`best_trial`).
-
-The best-trial rule
--------------------
-Among the trials that reached the last epoch (``reached_final``: status ``completed``, or
-``running`` at the last epoch), the best is the one with the best *final-epoch* value of the
-experiment's selection metric (``metric`` in ``experiment.json``, default ``target_acc``; highest
-for a ``max`` metric, lowest for a ``min`` one). Ties (equal values) go to the lowest
-``trial_id`` in text order, i.e. the trial created first. Early-stopped trials are left out
-(their value is truncated), as are diverged and errored ones.
+``tune/`` writes these files (:func:`experiment_texts`, :func:`write_experiment`), every reader
+reads them with :func:`read_experiment` into one :class:`Experiment` (``analysis``, export,
+confirmation, the search's own resume), through :mod:`ssot.results.storage` for object storage.
 """
 from __future__ import annotations
 
@@ -40,96 +29,33 @@ from typing import Any, Literal
 
 import pandas as pd
 
-EXPERIMENT_FILE, TRIALS_FILE, BEST_CONFIG_FILE = "experiment.json", "trials.csv", "best_config.json"
+from ssot.errors import ResultsError
+from ssot.results import trials as trial_model
+from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
+from ssot.results.trials import ERRORED, PARAMS, PREDICTIONS_COLUMN, REQUIRED_COLUMNS, RUNNING, STATUSES
 
-COMPLETED, EARLY_STOPPED, DIVERGED, ERRORED, RUNNING = "completed", "early-stopped", "diverged", "errored", "running"
-#: Every status a trial may end with (``trials.csv`` repeats it on each of its rows).
-STATUSES: tuple[str, ...] = (COMPLETED, EARLY_STOPPED, DIVERGED, ERRORED, RUNNING)
-#: Statuses of trials whose accuracies are real results (diverged and errored ones are not).
-USABLE: tuple[str, ...] = (COMPLETED, EARLY_STOPPED, RUNNING)
+EXPERIMENT_FILE, TRIALS_FILE, BEST_CONFIG_FILE = "experiment.json", "trials.csv", "best_config.json"
+#: The files of an experiment, in the order a writer writes them (``experiment.json``, which
+#: carries the status, last).
+FILES: tuple[str, ...] = (TRIALS_FILE, BEST_CONFIG_FILE, EXPERIMENT_FILE)
+
 #: experiment.json's status: finished (all trials ended, none errored), errored (re-run by --resume), running.
 FINISHED = "finished"
 EXPERIMENT_STATUSES: tuple[str, ...] = (RUNNING, FINISHED, ERRORED)
 
 #: The kinds of space spec that ``tune/space.py`` writes into ``experiment.json``.
 SPACE_KINDS: tuple[str, ...] = ("loguniform", "choice", "grid", "fixed")
-#: The paper's searched hyperparameters, in display order (a space may add others).
-PARAMS: tuple[str, ...] = ("lambda_ot", "lambda_ent", "eps", "potential_width")
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One metric column of ``trials.csv``.
-
-    ``direction`` is ``"max"`` (higher is better), ``"min"`` or ``None`` (a diagnostic, never
-    selected on); ``per_epoch`` is False for a value reported once per trial; ``label`` says
-    how a selection on it should be read (``"oracle"``: it uses the target labels).
-    """
-
-    name: str
-    direction: Literal["max", "min"] | None
-    per_epoch: bool = True
-    label: str = ""
-
-
-#: Every metric, in column order. A new metric (e.g. a label-free validator score) is one line.
-METRICS: tuple[Metric, ...] = (
-    Metric("target_acc", "max", label="oracle"),
-    Metric("source_acc", "max"),
-    Metric("loss_total", "min"),
-    Metric("loss_ce", "min"),
-    Metric("loss_ot", "min"),
-    Metric("loss_ent", "min"),
-    Metric("ot_value", None),
-    Metric("outlier_mass", None),
-    Metric("n_pred_classes", None),
-    Metric("source_only_target_acc", "max", per_epoch=False),
-    Metric("time_s", None),
-    # label-free validators (ssot/validators.py computes them; a test checks the directions agree)
-    Metric("entropy", "min"),
-    Metric("snd", "max"),
-    Metric("im", "max"),
-    Metric("im_pda", "max"),
-    Metric("bnm", "max"),
-    Metric("dev", "min"),
-    Metric("mixval", "max"),
-    Metric("mixval_inter", "max"),
-    Metric("mixval_intra", "max"),
-)
-METRIC_COLUMNS: tuple[str, ...] = tuple(m.name for m in METRICS)
-#: The per-epoch metrics the trainable reports to Ray.
-REPORTED_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.per_epoch)
-DEFAULT_METRIC = "target_acc"
-ID_COLUMNS: tuple[str, ...] = ("task", "trial_id", "search")
-#: Columns without which the rows of ``trials.csv`` cannot be used.
-REQUIRED_COLUMNS: tuple[str, ...] = ("trial_id", "epoch", "target_acc", "status")
-
-
-def metric(name: str) -> Metric:
-    """The :class:`Metric` called ``name``; a ``ValueError`` in scikit-learn's style otherwise."""
-    for m in METRICS:
-        if m.name == name:
-            return m
-    raise ValueError(f"The 'metric' parameter must be one of {', '.join(METRIC_COLUMNS)}. Got {name!r} instead.")
-
-
-def selectable_metrics() -> tuple[str, ...]:
-    """The metrics a search may select on (those with a direction)."""
-    return tuple(m.name for m in METRICS if m.direction is not None)
-
-
-#: A trial's final target predictions (class indices, last epoch only), for the EnsV selector.
-PREDICTIONS_COLUMN = "target_pred"
-
-
-def trial_columns(params: list[str] | tuple[str, ...]) -> list[str]:
-    """The columns of ``trials.csv`` for an experiment whose trials record ``params``."""
-    return [*ID_COLUMNS, *params, "epoch", *METRIC_COLUMNS, PREDICTIONS_COLUMN, "status", "reason"]
 
 
 def now() -> str:
     """The current UTC time as ``experiment.json`` records it."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def hyperparameters(meta: Mapping[str, Any]) -> list[str]:
+    """The hyperparameter columns of an experiment's ``trials.csv``: the paper's four, then the
+    other fields of its space."""
+    return list(dict.fromkeys([*PARAMS, *(meta.get("space") or {})]))
 
 
 def new_meta(*, task: str, dataset: str, name: str, search: str, space: Mapping[str, Any], max_epochs: int,
@@ -145,8 +71,7 @@ def new_meta(*, task: str, dataset: str, name: str, search: str, space: Mapping[
 # -------------------------------------------------------------------------------- writing
 def experiment_texts(meta: Mapping[str, Any], trials: pd.DataFrame,
                      best_config: Mapping[str, Any] | None) -> dict[str, str]:
-    """The files of an experiment as texts, in the order to write them (``experiment.json``,
-    which carries the status, last)."""
+    """The files of an experiment as texts, in the order to write them (:data:`FILES`)."""
     texts = {TRIALS_FILE: trials.to_csv(index=False)}
     if best_config is not None:
         texts[BEST_CONFIG_FILE] = json.dumps(dict(best_config), indent=2) + "\n"
@@ -164,12 +89,12 @@ def write_experiment(folder: str | os.PathLike[str], meta: Mapping[str, Any], tr
     return folder
 
 
-# -------------------------------------------------------------------------------- reading
+# -------------------------------------------------------------------------------- the experiment
 @dataclass(frozen=True)
 class Problem:
     """A defect of one file that a reader worked around (``"error"``: its content is unusable)."""
 
-    path: Path
+    path: Path | str
     message: str
     severity: Literal["warning", "error"] = "warning"
 
@@ -178,18 +103,54 @@ class Problem:
 
 
 @dataclass
-class ExperimentFiles:
-    """What :func:`read_experiment` found in one folder.
+class Experiment:
+    """One experiment as :func:`read_experiment` found it.
 
-    ``trials`` holds the usable rows of ``trials.csv`` sorted by trial and epoch (``epoch`` NaN
-    on the row of a trial that recorded no epoch), or None when nothing is usable.
+    Attributes
+    ----------
+    path : Path or str
+        The experiment folder (its URI for one read from object storage).
+    meta : dict or None
+        The content of ``experiment.json`` (None when unreadable).
+    trials : pandas.DataFrame or None
+        The usable rows of ``trials.csv`` sorted by trial and epoch (``epoch`` NaN on the row of
+        a trial that recorded no epoch), or None when nothing is usable.
+    best_config : dict or None
+        The content of ``best_config.json``.
+    problems : list of Problem
+        One per defect of the files.
     """
 
-    path: Path
+    path: Path | str
     meta: dict[str, Any] | None
     trials: pd.DataFrame | None
-    best_config: dict[str, Any] | None
+    best_config: dict[str, Any] | None = None
     problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def task(self) -> str:
+        """The task name, e.g. ``"P2I"`` (the folder's name when ``experiment.json`` lacks it)."""
+        return str((self.meta or {}).get("task") or Path(str(self.path)).name)
+
+    @property
+    def name(self) -> str:
+        """The experiment's name (the folder above the task folder by default)."""
+        return str((self.meta or {}).get("name") or Path(str(self.path)).parent.name)
+
+    @property
+    def dataset(self) -> str:
+        """The dataset name, or ``""`` if unknown."""
+        return str((self.meta or {}).get("dataset") or "")
+
+    @property
+    def search(self) -> str:
+        """The search algorithm: ``"tpe"``, ``"grid"`` or ``"random"``."""
+        return str((self.meta or {}).get("search") or "")
+
+    @property
+    def status(self) -> str:
+        """``experiment.json``'s status (:data:`EXPERIMENT_STATUSES`), ``"unknown"`` without one."""
+        return str((self.meta or {}).get("status") or "unknown")
 
     @property
     def metric(self) -> str:
@@ -205,6 +166,32 @@ class ExperimentFiles:
         epochs = self.trials["epoch"] if self.trials is not None else pd.Series(dtype=float)
         return int(epochs.max()) if epochs.notna().any() else 0
 
+    @property
+    def params(self) -> list[str]:
+        """The hyperparameter columns of its trials (:func:`hyperparameters`)."""
+        return hyperparameters(self.meta or {})
+
+    @property
+    def errors(self) -> list[Problem]:
+        """The problems that make a file's content unusable."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    def trial_table(self) -> pd.DataFrame:
+        """:func:`ssot.results.trials.trial_table` of its rows."""
+        return trial_model.trial_table(self.trials, self.max_epochs, self.params)
+
+    def ranked_trials(self) -> pd.DataFrame:
+        """The trials the best-trial rule ranks, best first, on the experiment's metric."""
+        return trial_model.ranked_trials(self.trial_table(), self.metric)
+
+    def best_trial(self) -> pd.Series | None:
+        """The row of :meth:`trial_table` that the best-trial rule picks (None: no trial counts)."""
+        return trial_model.best_trial(self.trial_table(), self.metric)
+
+
+# -------------------------------------------------------------------------------- reading
+Reader = Callable[[str], "str | None"]
+
 
 def find_experiments(root: str | os.PathLike[str]) -> list[Path]:
     """Every folder under ``root`` (itself included) holding ``experiment.json``, sorted; the walk
@@ -217,9 +204,6 @@ def find_experiments(root: str | os.PathLike[str]) -> list[Path]:
         else:
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
     return sorted(found)
-
-
-Reader = Callable[[str], "str | None"]
 
 
 def _local_reader(folder: Path) -> Reader:
@@ -300,7 +284,7 @@ def parse_trials(text: str | None, path: Path, problems: list[Problem]) -> pd.Da
     return frame.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
 
 
-def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) -> ExperimentFiles:
+def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) -> Experiment:
     """Read one experiment folder: its metadata, per-(trial, epoch) table and best config.
 
     Parameters
@@ -309,11 +293,11 @@ def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) 
         The experiment folder.
     read : callable, optional
         ``read(file_name) -> text or None when missing``; default: read the local folder
-        (``tune/`` passes a reader for remote storage).
+        (:func:`ssot.results.storage.read_experiments` reads object storage).
 
     Returns
     -------
-    ExperimentFiles
+    Experiment
         Everything readable, and one :class:`Problem` per defect (a missing, truncated or
         corrupt file; a search still running). Never raises on a bad file.
     """
@@ -322,7 +306,7 @@ def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) 
     problems: list[Problem] = []
     meta = _read_json(folder, EXPERIMENT_FILE, read, problems, required=True)
     if meta is None:
-        return ExperimentFiles(folder, None, None, None, problems)
+        return Experiment(folder, None, None, None, problems)
     running = meta.get("status") == RUNNING
     if running:
         problems.append(Problem(folder / EXPERIMENT_FILE, "the search is still running: its results are partial and "
@@ -335,66 +319,26 @@ def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) 
     # no best config is expected while running, nor when no trial counted (e.g. all diverged)
     expected = not running and meta.get("best_trial", "unknown") is not None
     best = _read_json(folder, BEST_CONFIG_FILE, read, problems, required=expected)
-    return ExperimentFiles(folder, dict(meta), trials, best, problems)
+    return Experiment(folder, dict(meta), trials, best, problems)
 
 
-# -------------------------------------------------------------------------------- per-trial table
-def _last_reason(reasons: pd.Series) -> str:
-    present = reasons.dropna().astype(str).str.strip()
-    present = present[present != ""]
-    return str(present.iloc[-1]) if len(present) else ""
+def check_finished(experiment: Experiment) -> Experiment:
+    """``experiment`` if it is finished and its files are readable: the one check before its
+    best config is exported or its top trials confirmed.
 
-
-def without_placeholders(trials: pd.DataFrame) -> pd.DataFrame:
-    """The rows of real epochs: a diverged trial's last row holds a placeholder accuracy (0)."""
-    diverged = trials["status"] == DIVERGED
-    if not diverged.any():
-        return trials
-    last = trials.groupby("trial_id", sort=False)["epoch"].transform("max") == trials["epoch"]
-    return trials[~(diverged & last)]
-
-
-def trial_table(trials: pd.DataFrame, max_epochs: int, params: list[str] | tuple[str, ...] = PARAMS) -> pd.DataFrame:
-    """One row per trial, built from the per-(trial, epoch) rows of ``trials.csv``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Sorted by ``trial_id``; columns ``trial_id``, ``params`` (those present), ``status``,
-        every metric column at the trial's last recorded epoch, ``reason``, ``n_epochs`` (last
-        epoch recorded, 0 for none), ``best_acc`` and ``best_epoch`` (best ``target_acc`` over
-        its real epochs), ``reached_final`` (a usable status and ``n_epochs >= max_epochs``)
-        and ``final_acc`` (``target_acc`` at the last epoch of a trial that reached it, else NaN).
+    Raises
+    ------
+    ResultsError
+        If the experiment is not finished, or one of its files is missing, unreadable or invalid
+        (the message names the file and the reason, without a trailing period).
     """
-    params = [p for p in params if p in trials.columns]
-    metrics = [m for m in METRIC_COLUMNS if m in trials.columns]
-    ordered = trials.sort_values(["trial_id", "epoch"], kind="stable", na_position="first")
-    grouped = ordered.groupby("trial_id", sort=True)
-    table = ordered.drop_duplicates("trial_id", keep="last").set_index("trial_id").sort_index()[[*params, "status", *metrics]]
-    table["reason"] = grouped["reason"].agg(_last_reason) if "reason" in trials else ""
-    table["n_epochs"] = grouped["epoch"].max().fillna(0).astype(int)
-    valid = without_placeholders(trials).dropna(subset=["epoch", "target_acc"])
-    best_rows = valid.loc[valid.groupby("trial_id")["target_acc"].idxmax()].set_index("trial_id")
-    table["best_acc"] = best_rows["target_acc"]
-    table["best_epoch"] = best_rows["epoch"]
-    table["reached_final"] = (table["status"].isin(USABLE) & (table["n_epochs"] >= max(max_epochs, 1))).astype(bool)
-    table["final_acc"] = table["target_acc"].where(table["reached_final"])
-    return table.reset_index()
-
-
-def rank(table: pd.DataFrame, column: str, direction: str = "max") -> pd.DataFrame:
-    """Rows of ``table`` with a finite ``column``, best first; ties go to the lowest ``trial_id``."""
-    values = pd.to_numeric(table[column], errors="coerce")
-    keep = table[(values.abs() < math.inf).astype(bool)]  # NaN and infinities compare False
-    return keep.sort_values([column, "trial_id"], ascending=[direction == "min", True], kind="stable").reset_index(drop=True)
-
-
-def ranked_trials(table: pd.DataFrame, metric_name: str = DEFAULT_METRIC) -> pd.DataFrame:
-    """The trials that count for the best-trial rule (module docstring), best first."""
-    return rank(table[table["reached_final"]], metric_name, metric(metric_name).direction or "max")
-
-
-def best_trial(table: pd.DataFrame, metric_name: str = DEFAULT_METRIC) -> pd.Series | None:
-    """The row of :func:`trial_table` that the best-trial rule picks, or None when no trial counts."""
-    ranked = ranked_trials(table, metric_name)
-    return ranked.iloc[0] if len(ranked) else None
+    errors, meta = experiment.errors, experiment.meta
+    if meta is None:
+        raise ResultsError(f"{errors[0].path} {errors[0].message}")
+    if not meta.get("task"):
+        raise ResultsError(f"{Path(str(experiment.path)) / EXPERIMENT_FILE} has no 'task'")
+    if meta.get("status") != FINISHED:
+        raise ResultsError(f"its status is {meta.get('status')!r}, not {FINISHED!r}")
+    if errors:
+        raise ResultsError(f"{errors[0].path} {errors[0].message}".rstrip("."))
+    return experiment

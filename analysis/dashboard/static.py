@@ -4,7 +4,7 @@ Each static figure is kept as its info object's two renderings (:class:`StaticFi
 Plotly figure of the dashboard and a matplotlib drawing of the same info, made only when asked.
 :func:`write_static` writes one file per figure and format into a folder; the matplotlib backend
 needs no browser, the ``"plotly"`` backend needs kaleido and Chrome/Chromium
-(:func:`analysis.images.export_images`).
+(:func:`analysis.dashboard.images.export_images`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import plotly.graph_objects as go
 
-from analysis.images import export_images
-from tune.schema import Problem
+from analysis.dashboard.images import export_images
+from ssot.results.experiment import Problem
 
 __all__ = ["Backend", "FORMATS", "BACKENDS", "StaticFigure", "write_static"]
 
@@ -102,7 +102,7 @@ def write_static(
     except ImportError:
         return [], [Problem(folder, "static figures skipped: matplotlib is not installed "
                                     "(pip install matplotlib); the HTML dashboard is complete")]
-    from analysis.figures_mpl import save_figure
+    from analysis.mpl.figures import save_figure
 
     written = []
     for stem, figure in figures.items():

@@ -1,9 +1,9 @@
-"""The figures of one experiment under each of its views (:mod:`analysis.views`).
+"""The figures of one experiment under each of its views (:mod:`analysis.data.views`).
 
 Per view: a heatmap per pair of searched hyperparameters, parallel coordinates, the importances
 of two evaluators and the marginal effects; once per experiment: the learning curves. The
 heatmaps of the default view and the learning curves are also kept as
-:class:`~analysis.static.StaticFigure` objects (Plotly figure + matplotlib drawing of the same
+:class:`~analysis.dashboard.static.StaticFigure` objects (Plotly figure + matplotlib drawing of the same
 info) for the static files of papers.
 """
 
@@ -18,17 +18,20 @@ import pandas as pd
 import plotly.graph_objects as go
 from optuna.importance import BaseImportanceEvaluator
 
-from analysis.bins import Bins, heatmap_info
-from analysis.experiments import Experiment
-from analysis.figures import heatmap_figure, learning_curves_figure, param_label
-from analysis.figures_mpl import heatmap_figure_mpl, learning_curves_figure_mpl
-from analysis.figures_trials import parallel_figure
-from analysis.figures_views import importances_figure, marginal_figure
-from analysis.frames import learning_curves, param_pairs, source_only_accuracy
-from analysis.importance import importance_infos
-from analysis.marginal import marginal_infos
-from analysis.static import StaticFigure
-from analysis.views import View, default_view, experiment_views
+from analysis.dashboard.static import StaticFigure
+from analysis.data.bins import Bins, heatmap_info
+from analysis.data.experiments import Experiment
+from analysis.data.frames import learning_curves, param_pairs, source_only_accuracy
+from analysis.data.importance import importance_infos
+from analysis.data.marginal import marginal_infos
+from analysis.data.views import View, default_view, experiment_views
+from analysis.mpl.figures import heatmap_figure_mpl, learning_curves_figure_mpl
+from analysis.plotly.curves import learning_curves_figure
+from analysis.plotly.heatmap import heatmap_figure
+from analysis.plotly.importance import importances_figure
+from analysis.plotly.marginal import marginal_figure
+from analysis.plotly.parallel import parallel_figure
+from analysis.plotly.style import param_label
 
 __all__ = ["ViewFigures", "view_figures", "plot_div", "slug", "heatmap_title"]
 

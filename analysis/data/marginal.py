@@ -12,7 +12,7 @@ effect of hyperparameter :math:`j` at value :math:`v` is its partial dependence 
 the forest's prediction with :math:`x_j` set to :math:`v`, averaged over the other
 hyperparameters of the :math:`n` trials. It is an estimate of the model, not a measurement: the
 figures label it "model estimate" and show the trials beside it. It is not computed on fewer than
-:data:`analysis.importance.MIN_TRIALS` trials.
+:data:`analysis.data.importance.MIN_TRIALS` trials.
 
 References
 ----------
@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from analysis.experiments import ParamSpec
-from analysis.importance import MIN_TRIALS, optuna_distribution
+from analysis.data.experiments import ParamSpec
+from analysis.data.importance import MIN_TRIALS, optuna_distribution
 
 __all__ = ["MarginalInfo", "marginal_infos", "N_GRID"]
 
@@ -110,7 +110,7 @@ def marginal_infos(
     Parameters
     ----------
     results : pandas.DataFrame
-        The trials of one view (``analysis.views.view_results``), one row each with ``acc``.
+        The trials of one view (:func:`analysis.data.views.view_results`), one row each with ``acc``.
     space : Mapping of str to ParamSpec
         The experiment's space.
     seed : int

@@ -1,8 +1,8 @@
 """Heatmap cells of a pair of hyperparameters: axis binning and per-cell aggregation.
 
-:func:`axis_bins` builds an axis's cells from a :class:`~analysis.experiments.ParamSpec`;
-:func:`heatmap_info` places the trials of :func:`analysis.frames.final_results` in them. Within
-a cell (and overall) the best trial follows the tie rule of :func:`tune.schema.rank`.
+:func:`axis_bins` builds an axis's cells from a :class:`~analysis.data.experiments.ParamSpec`;
+:func:`heatmap_info` places the trials of :func:`analysis.data.frames.final_results` in them. Within
+a cell (and overall) the best trial follows the tie rule of :func:`ssot.results.trials.rank`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analysis.experiments import ParamSpec
-from analysis.frames import format_value
-from tune import schema
+from analysis.data.experiments import ParamSpec
+from analysis.data.frames import format_value
+from ssot.results import trials as trial_model
 
-__all__ = ["Bins", "AxisBins", "HeatmapInfo", "axis_bins", "heatmap_info"]
+__all__ = ["Bins", "AxisBins", "HeatmapInfo", "axis_bins", "heatmap_info", "heatmap_notes"]
 
 #: How to bin continuous axes: ``"decades"`` (on log axes one cell centred on each power of ten,
 #: ``[10^(k-1/2), 10^(k+1/2))``, as the paper's grid has one value per decade; 5 equal bins on
@@ -321,7 +321,7 @@ def heatmap_info(
         Binning of continuous axes, see :func:`axis_bins`. Grid and categorical axes always
         have one cell per value.
     mode : str
-        The view (``analysis.views``), recorded in the result for labels.
+        The view (:mod:`analysis.data.views`), recorded in the result for labels.
 
     Returns
     -------
@@ -354,15 +354,30 @@ def heatmap_info(
     best_config = np.full(shape, "", dtype=object)
     cells = results.assign(_ix=ix, _iy=iy)[placed]
     for (cy, cx), group in cells.groupby(["_iy", "_ix"]):
-        top = schema.rank(group, "acc").iloc[0]
+        top = trial_model.rank(group, "acc").iloc[0]
         best[cy, cx], mean[cy, cx], count[cy, cx] = top["acc"], group["acc"].mean(), len(group)
         best_trial[cy, cx], best_config[cy, cx] = str(top["trial_id"]), str(top["config"])
     best_cell: tuple[int, int] | None = None
     best_trial_id: str | None = None
     if len(cells):
-        top = schema.rank(cells, "acc").iloc[0]
+        top = trial_model.rank(cells, "acc").iloc[0]
         best_cell, best_trial_id = (int(top["_iy"]), int(top["_ix"])), str(top["trial_id"])
     return HeatmapInfo(
         x_axis, y_axis, best, mean, count, best_trial, best_config, best_cell, best_trial_id,
         n_trials=int(placed.sum()), n_unplaced=int((~placed).sum()), mode=mode,
     )
+
+
+def heatmap_notes(info: HeatmapInfo) -> str:
+    """The note under a heatmap: blank cells, how values on cell edges are placed, trials off the
+    axes (both backends print it)."""
+    notes = ["blank: no trial"]
+    axes = (info.x, info.y)
+    if any(axis.centers for axis in axes):
+        notes.append("log cells centred on decades, [10^(k-½), 10^(k+½)): a value on a "
+                     "half-decade edge is in the cell above it")
+    if any(axis.kind in ("log", "linear") and not axis.centers for axis in axes):
+        notes.append("bins [a, b): a value on an edge is in the cell it opens")
+    if info.n_unplaced:
+        notes.append(f"{info.n_unplaced} trial(s) off the axes not shown")
+    return "; ".join(notes)

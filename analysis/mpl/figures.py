@@ -1,7 +1,7 @@
 """Matplotlib renderers of the heatmaps and learning curves, for papers (no browser needed).
 
-They draw the SAME info objects as the Plotly builders of :mod:`analysis.figures` (a
-:class:`~analysis.bins.HeatmapInfo`, the frame of ``analysis.frames.learning_curves``), the way
+They draw the SAME info objects as the Plotly builders of :mod:`analysis.plotly` (a
+:class:`~analysis.data.bins.HeatmapInfo`, the frame of :func:`analysis.data.frames.learning_curves`), the way
 Optuna keeps ``optuna.visualization`` and ``optuna.visualization.matplotlib`` on shared
 ``_get_*_info`` functions. Matplotlib is imported lazily (the analysis imports without it) and
 only through its object API on an Agg canvas: no pyplot, no global backend state.
@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analysis.bins import HeatmapInfo
-from analysis.figures import STATUS_STYLE, _heatmap_notes, curves_subtitle
-from analysis.views import view_subtitle
+from analysis.data.bins import HeatmapInfo, heatmap_notes
+from analysis.data.frames import curves_subtitle
+from analysis.data.views import view_subtitle
+from analysis.style import STATUS_STYLE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,7 +64,7 @@ def _empty(figure: Figure, message: str) -> None:
 
 
 def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool = True) -> Figure:
-    """Draw a sensitivity heatmap with matplotlib, as :func:`analysis.figures.heatmap_figure` does.
+    """Draw a sensitivity heatmap with matplotlib, as :func:`analysis.plotly.heatmap.heatmap_figure` does.
 
     Each cell holds its best accuracy (%); cells without a trial are blank; the best trial's cell
     is outlined and starred; the subtitle names the view and its number of trials.
@@ -103,7 +104,7 @@ def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool 
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    figure.text(0.02, 0.01, textwrap.fill(_heatmap_notes(info), 140), fontsize=6.5, color="#666",
+    figure.text(0.02, 0.01, textwrap.fill(heatmap_notes(info), 140), fontsize=6.5, color="#666",
                 ha="left", va="bottom")
     return figure
 
@@ -112,7 +113,7 @@ def learning_curves_figure_mpl(
     curves: pd.DataFrame, max_epochs: int, title: str = "", source_only: float | None = None
 ) -> Figure:
     """Target accuracy per epoch of every trial, coloured by status, as
-    :func:`analysis.figures.learning_curves_figure` draws it (same frame, same markers)."""
+    :func:`analysis.plotly.curves.learning_curves_figure` draws it (same frame, same markers)."""
     figure = _new_figure()
     _titles(figure, title, curves_subtitle(curves))
     if curves.empty:

@@ -8,11 +8,12 @@ unset for AWS itself), ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` (or a pr
 ``~/.aws``) and ``AWS_DEFAULT_REGION`` (or ``AWS_REGION``). Every node of a Ray cluster writes
 there itself, so every node needs them (set them before ``ray start``).
 
-This module imports no Ray, torch nor :mod:`ssot`: :mod:`analysis` reads remote experiments
-through :func:`local_experiments`.
+This module imports no Ray nor torch: ``analysis`` reads remote experiments through
+:func:`read_experiments`.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -22,13 +23,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tune import schema
+from ssot.errors import ExternalError, ResultsError
+from ssot.results import experiment as files
 
 #: The environment variables that locate and open S3-compatible storage (README, "Running on a cluster").
 S3_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
 
-class StorageError(OSError):
+class StorageError(ExternalError, OSError):
     """The storage of experiments cannot be reached, opened or written (a one-line message)."""
 
 
@@ -91,12 +93,9 @@ def write_text_atomic(uri: str, text: str) -> None:
     """Write a file so that a reader sees the old or the new text, never a part: a local file
     is written beside it then renamed over it (``os.replace``); an object store's upload is
     already all-or-nothing."""
-    if "://" in uri:
+    if is_uri(uri):
         write_text(uri, text)
         return
-    import os
-    import uuid
-
     target = Path(uri).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
@@ -140,7 +139,7 @@ def check_storage(uri: str, what: str = "--storage-path") -> None:
 
     Writes and deletes a small probe object under ``uri``: an unreachable endpoint, a missing
     bucket, missing or wrong credentials and a read-only store all fail here, in one line.
-    Local paths are left to :func:`ssot.errors.check_output`.
+    Local paths are left to :func:`ssot.cli.check_output`.
 
     Raises
     ------
@@ -178,7 +177,7 @@ def _experiment_folders(fs: Any, base: str) -> list[str]:
     import pyarrow.fs
 
     found = sorted(info.path.rsplit("/", 1)[0] for info in fs.get_file_info(pyarrow.fs.FileSelector(base, recursive=True, allow_not_found=True))
-                   if info.base_name == schema.EXPERIMENT_FILE and info.type == pyarrow.fs.FileType.File)
+                   if info.base_name == files.EXPERIMENT_FILE and info.type == pyarrow.fs.FileType.File)
     folders: list[str] = []
     for folder in found:
         inner = folder[len(base):].strip("/")
@@ -200,11 +199,11 @@ def shown_path(root: str | os.PathLike[str], local: Path, folder: Path) -> Path 
 def local_experiments(root: str | os.PathLike[str]) -> Iterator[Path]:
     """The experiments under ``root`` (a local folder or a URI) as a local folder to read.
 
-    The one entry point of every reader of experiments (``tune/export.py``, ``analysis``,
-    confirmation runs): a local ``root`` is yielded as it is; under a URI, the small files of
+    The one entry point of every reader of experiments (through :func:`read_experiments`): a
+    local ``root`` is yielded as it is; under a URI, the small files of
     every experiment (``experiment.json``, ``trials.csv``, ``best_config.json``) are copied, in
     the same layout, into a temporary folder that is removed on exit, and read from there with
-    :func:`tune.schema.read_experiment` like any local experiment.
+    :func:`ssot.results.experiment.read_experiment` like any local experiment.
 
     Raises
     ------
@@ -223,7 +222,7 @@ def local_experiments(root: str | os.PathLike[str]) -> Iterator[Path]:
             for folder in _experiment_folders(fs, base):
                 local = tmp.joinpath(*folder[len(base):].strip("/").split("/")) if folder != base else tmp
                 local.mkdir(parents=True, exist_ok=True)
-                for name in (schema.EXPERIMENT_FILE, schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):
+                for name in files.FILES:
                     data = _read(fs, join(folder, name))
                     if data is not None:
                         (local / name).write_bytes(data)
@@ -235,3 +234,30 @@ def local_experiments(root: str | os.PathLike[str]) -> Iterator[Path]:
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_experiments(root: str | os.PathLike[str]) -> list[files.Experiment]:
+    """Every experiment under ``root`` (a local folder, searched recursively, or a URI such as
+    ``s3://bucket/prefix``), read with :func:`ssot.results.experiment.read_experiment`.
+
+    Each experiment's ``path`` and its problems' paths are where its files really live (the URI
+    under object storage, never the temporary local copy). Sorted by path; an empty list when
+    none is found.
+
+    Raises
+    ------
+    ResultsError
+        If ``root`` is a local path that is not a folder.
+    StorageError
+        When the storage cannot be listed or read.
+    """
+    if not is_uri(root) and not Path(root).is_dir():
+        raise ResultsError(f"The results folder {root} does not exist or is not a folder. Pass the folder the search "
+                           "wrote its experiments to.")
+    found: list[files.Experiment] = []
+    with local_experiments(root) as local:
+        for folder in files.find_experiments(local):
+            experiment = files.read_experiment(folder)
+            problems = [dataclasses.replace(p, path=shown_path(root, local, Path(p.path))) for p in experiment.problems]
+            found.append(dataclasses.replace(experiment, path=shown_path(root, local, folder), problems=problems))
+    return found

@@ -1,7 +1,4 @@
-"""Figures of the trials as a whole: parallel coordinates and hyperparameter importances.
-
-Styling (template, titles, empty figures) is shared with :mod:`analysis.figures`.
-"""
+"""Plotly parallel coordinates: each trial of a view from its hyperparameters to its accuracy."""
 
 from __future__ import annotations
 
@@ -14,13 +11,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from analysis.experiments import ParamSpec
-from analysis.figures import COLORSCALE, TEMPLATE, _empty_figure, _title, param_label
-from analysis.frames import format_value
-from analysis.importance import ImportanceInfo
-from analysis.views import view_label, view_subtitle
+from analysis.data.experiments import ParamSpec
+from analysis.data.frames import format_value
+from analysis.data.views import view_subtitle
+from analysis.plotly.style import COLORSCALE, TEMPLATE, empty_figure, figure_title, param_label
 
-__all__ = ["parallel_figure", "importance_figure"]
+__all__ = ["parallel_figure"]
 
 
 def _axis_scale(
@@ -75,7 +71,7 @@ def parallel_figure(
     space : Mapping of str to ParamSpec
         The experiment's space.
     mode : str
-        The view ``results`` was selected under (``analysis.views``; for the subtitle, with the
+        The view ``results`` was selected under (:mod:`analysis.data.views`; for the subtitle, with the
         number of trials).
     title : str
         Figure title.
@@ -84,7 +80,7 @@ def parallel_figure(
     """
     params = [p for p, s in space.items() if s.searched and p in results]
     if results.empty or not params:
-        return _empty_figure(title, view_subtitle(mode, 0), "no trial in this view")
+        return empty_figure(title, view_subtitle(mode, 0), "no trial in this view")
     results = results.sort_values("acc")
     acc = 100 * results["acc"].to_numpy(dtype=float)
     acc_low, acc_high = float(acc.min()), float(acc.max())
@@ -144,39 +140,11 @@ def parallel_figure(
         for position, label in axis_ticks
     ]
     figure.update_layout(
-        title=_title(title, view_subtitle(mode, len(results))), template=TEMPLATE, height=460,
+        title=figure_title(title, view_subtitle(mode, len(results))), template=TEMPLATE, height=460,
         shapes=shapes, annotations=annotations,
         xaxis={"tickmode": "array", "tickvals": x_positions, "ticktext": names,
                "showgrid": False, "zeroline": False, "range": [-0.5, len(names) - 0.7]},
         yaxis={"visible": False, "range": [-0.05, 1.05]}, hovermode="closest",
         margin={"t": 70},
-    )
-    return figure
-
-
-# --------------------------------------------------------------------------------------------
-# Importance
-# --------------------------------------------------------------------------------------------
-
-
-def importance_figure(info: ImportanceInfo, mode: str, title: str = "") -> go.Figure:
-    """Horizontal bars of each hyperparameter's importance (Optuna evaluator named below)."""
-    subtitle = f"{info.label or info.evaluator} on {info.n_trials} trials; {view_label(mode)}"
-    if not info.importances:
-        return _empty_figure(title, subtitle, f"importance not computed: {info.note}")
-    params = list(info.importances)[::-1]
-    values = [info.importances[p] for p in params]
-    figure = go.Figure(
-        go.Bar(
-            x=values, y=[param_label(p) for p in params], orientation="h",
-            marker={"color": "#4c78a8"}, text=[f"{v:.2f}" for v in values],
-            textposition="outside", textangle=0, cliponaxis=False, customdata=params,
-            hovertemplate="%{customdata}: %{x:.3f}<extra></extra>",
-        )
-    )
-    figure.update_layout(
-        title=_title(title, subtitle), template=TEMPLATE, height=460,
-        xaxis={"title": {"text": "importance (sums to 1)"}, "range": [0, 1]},
-        margin={"t": 70, "l": 130},
     )
     return figure

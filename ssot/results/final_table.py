@@ -1,8 +1,8 @@
 """The final-results table: our multi-seed accuracies beside the paper's reported ones.
 
 The table has one row per task, built from the run records of that task's final runs (one record
-per seed, see DESIGN.md, "The run record") and the project's copy of the paper's numbers,
-``ssot/paper_accuracy.csv`` (percent). Our accuracies are converted from fractions to percent so
+per seed, :mod:`ssot.results.record`) and the paper's numbers (:mod:`ssot.results.paper`,
+percent). Our accuracies are converted from fractions to percent so
 that every accuracy column of the table is in percent.
 
 Columns (:data:`COLUMNS`):
@@ -12,9 +12,9 @@ Columns (:data:`COLUMNS`):
 ``seeds``
     the seeds of the runs, space-separated (``"0 1 2"``).
 ``ssot_acc_mean``, ``ssot_acc_std``
-    mean and sample standard deviation over seeds of the target accuracy at the *last* epoch
-    (as :func:`ssot.train.summarize` computes them; a diverged run counts with its last finished
-    epoch, and its status says so).
+    mean and sample standard deviation over seeds of each run's final accuracy
+    (:func:`ssot.results.record.summarize`: the target accuracy at the *last* epoch; a diverged
+    run counts with its last finished epoch, and its status says so).
 ``source_only_acc_mean``, ``source_only_acc_std``
     the same for the target accuracy after source pretraining, before adaptation.
 ``paper_ssot_acc``, ``paper_source_only_acc``
@@ -24,7 +24,7 @@ Columns (:data:`COLUMNS`):
 ``statuses``
     each run's status, in the order of ``seeds`` (``completed``, ``diverged``, ...).
 
-Nothing here trains or parses the command line; :mod:`tune.final` does.
+Nothing here trains or parses the command line; ``tune/final.py`` does.
 """
 from __future__ import annotations
 
@@ -35,23 +35,12 @@ from typing import Any
 
 import pandas as pd
 
-import ssot
-from ssot.errors import SSOTError
-from ssot.train import summarize
+from ssot.errors import ResultsError
+from ssot.results.paper import read_paper_accuracy
+from ssot.results.record import RunRecord, records, summarize
 
-__all__ = [
-    "COLUMNS",
-    "ResultsError",
-    "paper_accuracy_path",
-    "read_paper_accuracy",
-    "task_row",
-    "results_table",
-    "format_mean_std",
-    "to_markdown",
-    "result_paths",
-    "check_new",
-    "write_results",
-]
+__all__ = ["COLUMNS", "task_row", "results_table", "format_mean_std", "to_markdown", "result_paths", "check_seeds",
+           "check_new", "write_results"]
 
 #: The columns of ``results.csv``, in order.
 COLUMNS: tuple[str, ...] = (
@@ -62,67 +51,25 @@ COLUMNS: tuple[str, ...] = (
 #: Names of the two table files written into a results folder.
 CSV_NAME, MARKDOWN_NAME = "results.csv", "results.md"
 
-_PAPER_COLUMNS = ("dataset", "task", "ssot_acc", "source_only_acc")
-
-
-class ResultsError(SSOTError):
-    """A results folder, experiment or run record that the user has to fix (names the path)."""
-
-
-# ------------------------------------------------------------------------------------ paper
-def paper_accuracy_path() -> Path:
-    """The project's copy of the paper's accuracies, inside the installed ``ssot`` package."""
-    return Path(ssot.__file__).parent / "paper_accuracy.csv"
-
-
-def read_paper_accuracy(path: str | Path | None = None) -> pd.DataFrame:
-    """Read the paper's reported accuracies (percent), indexed by task.
-
-    Parameters
-    ----------
-    path : str or Path, optional
-        CSV with at least the columns ``dataset, task, ssot_acc, source_only_acc``; defaults to
-        :func:`paper_accuracy_path`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by ``task``, with every column of the file.
-
-    Raises
-    ------
-    ResultsError
-        If the file is missing, unreadable or lacks one of the columns above.
-    """
-    path = Path(path) if path is not None else paper_accuracy_path()
-    try:
-        paper = pd.read_csv(path, dtype={"task": str, "dataset": str})
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise ResultsError(f"The paper's accuracies {path} cannot be read ({exc}); reinstall the project.") from None
-    missing = [c for c in _PAPER_COLUMNS if c not in paper.columns]
-    if missing:
-        raise ResultsError(f"The paper's accuracies {path} lack the column(s) {', '.join(missing)}.")
-    return paper.set_index("task")
-
 
 # ------------------------------------------------------------------------------------ table
 def _percent(fraction: float) -> float:
     return 100.0 * float(fraction)
 
 
-def _summarizable(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _summarizable(runs: Sequence[RunRecord]) -> list[RunRecord]:
     """The records that have an accuracy (a run that diverged in pretraining has none)."""
-    return [r for r in records if r.get("source_only_target_acc") is not None]
+    return [r for r in runs if r.source_only_target_acc is not None]
 
 
-def task_row(task: str, records: Sequence[Mapping[str, Any]], paper: pd.DataFrame | None = None) -> dict[str, Any]:
+def task_row(task: str, runs: Sequence[Mapping[str, Any] | RunRecord], paper: pd.DataFrame | None = None) -> dict[str, Any]:
     """One row of the results table: the runs of one task beside the paper's numbers.
 
     Parameters
     ----------
     task : str
         The task name (looked up in ``paper``'s index).
-    records : sequence of dict
+    runs : sequence of dict or RunRecord
         The run records of the task's final runs, one per seed; accuracies are fractions.
     paper : pandas.DataFrame, optional
         The paper's accuracies from :func:`read_paper_accuracy` (default: read them).
@@ -132,14 +79,15 @@ def task_row(task: str, records: Sequence[Mapping[str, Any]], paper: pd.DataFram
     dict
         The values of :data:`COLUMNS`; our accuracies in percent, NaN where there is no value.
     """
-    if not records:
+    if not runs:
         raise ResultsError(f"No run record for task {task!r}; nothing to summarise.")
+    typed = records(runs)
     paper = read_paper_accuracy() if paper is None else paper
     reported = paper.loc[task] if task in paper.index else None
-    usable = _summarizable(records)
+    usable = _summarizable(typed)
     nan = math.nan
     if usable:
-        summary = summarize(list(usable))
+        summary = summarize(usable)
         ours, base = summary["target_acc"], summary["source_only_target_acc"]
         ours_mean, ours_std = _percent(ours["mean"]), _percent(ours["std"])
         base_mean, base_std = _percent(base["mean"]), _percent(base["std"])
@@ -156,7 +104,7 @@ def task_row(task: str, records: Sequence[Mapping[str, Any]], paper: pd.DataFram
     return {
         "task": task,
         "dataset": dataset,
-        "seeds": " ".join(str(r["config"]["seed"]) for r in records),
+        "seeds": " ".join(str(r.seed) for r in typed),
         "ssot_acc_mean": ours_mean,
         "ssot_acc_std": ours_std,
         "source_only_acc_mean": base_mean,
@@ -164,11 +112,11 @@ def task_row(task: str, records: Sequence[Mapping[str, Any]], paper: pd.DataFram
         "paper_ssot_acc": paper_ssot,
         "paper_source_only_acc": paper_base,
         "delta_vs_paper": ours_mean - paper_ssot,
-        "statuses": " ".join(str(r.get("status", "unknown")) for r in records),
+        "statuses": " ".join(r.status for r in typed),
     }
 
 
-def results_table(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
+def results_table(records_by_task: Mapping[str, Sequence[Mapping[str, Any] | RunRecord]],
                   paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """The results table, one row per task in the order of ``records_by_task``.
 
@@ -185,7 +133,7 @@ def results_table(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
         Columns :data:`COLUMNS`; accuracies in percent.
     """
     paper = read_paper_accuracy() if paper is None else paper
-    rows = [task_row(task, records, paper) for task, records in records_by_task.items()]
+    rows = [task_row(task, runs, paper) for task, runs in records_by_task.items()]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

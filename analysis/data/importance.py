@@ -33,7 +33,7 @@ from optuna.importance import (
     PedAnovaImportanceEvaluator,
 )
 
-from analysis.experiments import ParamSpec
+from analysis.data.experiments import ParamSpec
 
 __all__ = [
     "MIN_TRIALS",

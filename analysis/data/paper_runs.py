@@ -1,14 +1,14 @@
 r"""What the paper's analysis figures show, read from run records and t-SNE files: its one owner.
 
 The figures (class weights against the truth, OT solvers compared, feature maps) are drawn twice
-from the same information: with matplotlib by :mod:`analysis.paper_figures` (PNG/PDF for papers)
-and with Plotly in the dashboard by :mod:`analysis.dashboard_paper`. Both call the functions
-here; neither reads files or computes a number of its own.
+from the same information: with matplotlib by :mod:`analysis.mpl.paper` (PNG/PDF for papers)
+and with Plotly in the dashboard by :mod:`analysis.plotly.paper`. Both call the functions here;
+neither reads files or computes a number of its own.
 
-A *run record* is the JSON that ``python -m ssot.train --out`` writes, and that
-``tune/final.py``, ``tune/ablation.py`` and ``tune/solvers.py`` write to
+A *run record* (:mod:`ssot.results.record`) is the JSON that ``python -m ssot.train --out``
+writes, and that ``tune/final.py``, ``tune/ablation.py`` and ``tune/solvers.py`` write to
 ``OUT/<variant>/runs/<task>_seed<s>.json``. A *t-SNE file* is the ``.npz`` of
-``tune/feature_maps.py``. This module never imports torch or ssot.
+``python -m ssot.feature_maps``. This module never imports torch.
 
 Class weights
 -------------
@@ -28,7 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from tune.schema import Problem
+from ssot.errors import ResultsError
+from ssot.results.experiment import Problem
+from ssot.results.record import RUNS_DIR, is_run_record
+from ssot.results.record import read_record as read_run_record
 
 __all__ = ["FigureError", "read_record", "has_class_weights", "estimated_proportions", "ClassWeightInfo",
            "class_weight_info", "SolverCurve", "SOLVER_LABELS", "solver_info", "FEATURE_MAP_KEYS",
@@ -36,11 +39,9 @@ __all__ = ["FigureError", "read_record", "has_class_weights", "estimated_proport
 
 Record = Mapping[str, Any]
 
-#: Folder of run records in the layout of tune/final.py, tune/ablation.py and tune/solvers.py.
-RUNS_DIR = "runs"
 #: Legend names of the ``ot_solver`` values, in the paper's wording.
 SOLVER_LABELS = {"net": "Net. Param. (ours)", "vector": "vector potential (SGD)", "sinkhorn": "Sinkhorn"}
-#: The arrays of a t-SNE file (tune/feature_maps.py).
+#: The arrays of a t-SNE file (``python -m ssot.feature_maps``).
 FEATURE_MAP_KEYS = ("xy", "label", "domain", "model", "models", "outlier_classes")
 
 
@@ -48,19 +49,13 @@ class FigureError(ValueError):
     """A record or file cannot be drawn (message: the problem and the fix, one line)."""
 
 
-def _is_record(obj: Any) -> bool:
-    return isinstance(obj, dict) and "epochs" in obj and "config" in obj
-
-
 def read_record(path: str | Path) -> dict[str, Any]:
-    """A run record from ``path``, or :class:`FigureError` naming the problem."""
+    """A run record from ``path`` (:func:`ssot.results.record.read_record`), or
+    :class:`FigureError` naming the problem."""
     try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FigureError(f"The run record {path} cannot be read ({exc}). Pass a JSON file written by --out.") from None
-    if not _is_record(record):
-        raise FigureError(f"{path} is not a run record (no config and epochs). Pass a file written by python -m ssot.train --out.")
-    return record
+        return read_run_record(path, hint="pass a JSON file written by python -m ssot.train --out").to_dict()
+    except ResultsError as exc:
+        raise FigureError(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------ class weights
@@ -196,10 +191,10 @@ def read_feature_map(path: str | Path) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, EOFError) as exc:
-        raise FigureError(f"The t-SNE file {path} cannot be read ({exc}). Write it with tune/feature_maps.py.") from None
+        raise FigureError(f"The t-SNE file {path} cannot be read ({exc}). Write it with python -m ssot.feature_maps.") from None
     missing = [k for k in FEATURE_MAP_KEYS if k not in arrays]
     if missing:
-        raise FigureError(f"{path} is not a t-SNE file of tune/feature_maps.py (no {', '.join(missing)}). Write it with tune/feature_maps.py.")
+        raise FigureError(f"{path} is not a t-SNE file of python -m ssot.feature_maps (no {', '.join(missing)}). Write it with python -m ssot.feature_maps.")
     return arrays
 
 
@@ -282,7 +277,7 @@ def find_paper_inputs(root: str | Path) -> PaperInputs:
             record = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue
-        if _is_record(record):
+        if is_run_record(record):
             records[path] = record
     maps: dict[Path, dict[str, np.ndarray]] = {}
     for path in sorted(root.rglob("*.npz")):

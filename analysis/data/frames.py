@@ -1,8 +1,9 @@
 """Tidy frames computed from experiments: the data behind every figure, without any drawing.
 
 The pipeline is ``load_experiments`` -> :func:`trial_table` (one row per trial) ->
-:func:`final_results` (one accuracy per trial, under an explicit ``mode``) -> :func:`heatmap_info`
-(cells of a pair of hyperparameters). Figures (``analysis.figures``) only draw these.
+:func:`final_results` (one accuracy per trial, under an explicit ``mode``) ->
+:func:`analysis.data.bins.heatmap_info` (cells of a pair of hyperparameters). The figure builders
+(:mod:`analysis.plotly`, :mod:`analysis.mpl`) only draw these.
 
 Early-stopped and diverged trials are never mixed silently with completed ones: ``mode="final"``
 (the default) keeps the trials that reached the last epoch and scores them by their final-epoch
@@ -19,9 +20,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analysis.experiments import Experiment, ParamSpec
-from analysis.paper import paper_row
-from tune import schema
+from analysis.data.experiments import Experiment, ParamSpec
+from ssot.results import trials as trial_model
+from ssot.results.paper import paper_row
 
 __all__ = [
     "Mode",
@@ -35,6 +36,7 @@ __all__ = [
     "param_pairs",
     "format_value",
     "format_config",
+    "curves_subtitle",
     "cross_task_table",
 ]
 
@@ -75,13 +77,13 @@ def format_config(row: Mapping[str, Any], params: Sequence[str]) -> str:
 
 
 def trial_table(experiment: Experiment) -> pd.DataFrame:
-    """One row per trial of an experiment: :func:`tune.schema.trial_table`, plus labels.
+    """One row per trial of an experiment: :func:`ssot.results.trials.trial_table`, plus labels.
 
     Returns
     -------
     pandas.DataFrame
         Columns: ``experiment`` (its key), ``task``, then those of
-        :func:`tune.schema.trial_table` (``trial_id``, the hyperparameters, ``status``,
+        :func:`ssot.results.trials.trial_table` (``trial_id``, the hyperparameters, ``status``,
         ``reason``, ``n_epochs``, final metrics, ``best_acc``, ``best_epoch``,
         ``reached_final``, ``final_acc``), then ``config`` (the hyperparameters as text). A trial
         that recorded no epoch has ``n_epochs`` 0 and NaN accuracies.
@@ -90,7 +92,7 @@ def trial_table(experiment: Experiment) -> pd.DataFrame:
     rows = experiment.trials
     if len(experiment.unstarted):
         rows = pd.concat([rows, experiment.unstarted], ignore_index=True) if len(rows) else experiment.unstarted
-    table = schema.trial_table(rows, experiment.max_epochs, params)
+    table = trial_model.trial_table(rows, experiment.max_epochs, params)
     table["reason"] = table["reason"].fillna("").astype(str)
     table["config"] = [format_config(row, params) for row in table[params].to_dict("records")]
     table.insert(0, "task", experiment.task)
@@ -114,7 +116,7 @@ def final_results(table: pd.DataFrame, mode: Mode = "final") -> pd.DataFrame:
     -------
     pandas.DataFrame
         The selected rows of ``table`` with an added column ``acc``, highest first; ties go to
-        the lowest ``trial_id`` (:func:`tune.schema.rank`).
+        the lowest ``trial_id`` (:func:`ssot.results.trials.rank`).
 
     Raises
     ------
@@ -124,18 +126,18 @@ def final_results(table: pd.DataFrame, mode: Mode = "final") -> pd.DataFrame:
     if mode == "final":
         selected = table[table["reached_final"]].assign(acc=lambda t: t["final_acc"])
     elif mode == "best":
-        selected = table[table["status"].isin(schema.USABLE)].assign(acc=lambda t: t["best_acc"])
+        selected = table[table["status"].isin(trial_model.USABLE)].assign(acc=lambda t: t["best_acc"])
     else:
         raise ValueError(
             f"The 'mode' parameter must be one of {list(MODES)}. Got {mode!r} instead."
         )
-    return schema.rank(selected, "acc")
+    return trial_model.rank(selected, "acc")
 
 
 def best_trial(experiment: Experiment, table: pd.DataFrame | None = None) -> pd.Series | None:
-    """The trial of ``best_config.json``: :func:`tune.schema.best_trial` on the experiment's metric."""
+    """The trial of ``best_config.json``: :func:`ssot.results.trials.best_trial` on the experiment's metric."""
     table = trial_table(experiment) if table is None else table
-    return schema.best_trial(table, experiment.metric)
+    return trial_model.best_trial(table, experiment.metric)
 
 
 def learning_curves(experiment: Experiment) -> pd.DataFrame:
@@ -149,7 +151,7 @@ def learning_curves(experiment: Experiment) -> pd.DataFrame:
         placeholder row of a diverged trial is dropped.
     """
     params = list(experiment.space)
-    curves = schema.without_placeholders(experiment.trials).dropna(subset=["target_acc"])
+    curves = trial_model.without_placeholders(experiment.trials).dropna(subset=["target_acc"])
     curves = curves.sort_values(["trial_id", "epoch"])
     configs = {
         row["trial_id"]: format_config(row, params)
@@ -159,6 +161,12 @@ def learning_curves(experiment: Experiment) -> pd.DataFrame:
     out["config"] = out["trial_id"].map(configs)
     out["is_last"] = ~out["trial_id"].duplicated(keep="last")
     return out.reset_index(drop=True)
+
+
+def curves_subtitle(curves: pd.DataFrame) -> str:
+    """The learning curves' subtitle, with their number of trials (both backends draw it)."""
+    n_trials = curves["trial_id"].nunique() if len(curves) else 0
+    return f"target accuracy per epoch of every trial ({n_trials}); markers: where a trial stopped"
 
 
 def source_only_accuracy(experiment: Experiment) -> float | None:
@@ -209,7 +217,7 @@ def cross_task_table(
             "dataset": experiment.dataset or reported["dataset"], "name": experiment.name,
             "search": experiment.search, "status": experiment.status, "n_trials": len(table),
         }
-        row.update({f"n_{status}": int(counts.get(status, 0)) for status in schema.STATUSES})
+        row.update({f"n_{status}": int(counts.get(status, 0)) for status in trial_model.STATUSES})
         chosen = best_trial(experiment, table)
         row["best_final"] = 100 * chosen["target_acc"] if chosen is not None else np.nan
         row["best_reached"] = 100 * best["acc"].iloc[0] if len(best) else np.nan

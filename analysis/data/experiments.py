@@ -1,23 +1,16 @@
 """The experiments that ``tune/`` writes, as the analysis sees them.
 
-The on-disk format (file names, statuses, columns, the reader and its problems) is owned by
-:mod:`tune.schema`; this module adds how each hyperparameter is drawn (:class:`ParamSpec`). An
-experiment is one search on one task, stored in a folder that holds
-
-* ``experiment.json``: the search's description (task, search algorithm, space, status, ...),
-* ``trials.csv``: one row per (trial, epoch) with the trial's hyperparameters, its epoch metrics
-  and its final ``status`` (``completed``, ``early-stopped``, ``diverged``, ``errored`` or
-  ``running``),
-* ``best_config.json``: the full trainer config of the best trial (absent while running).
+The files, their reader and its problems are owned by :mod:`ssot.results.experiment` (read from a
+folder or object storage by :func:`ssot.results.storage.read_experiments`); this module adds how
+each hyperparameter is drawn (:class:`ParamSpec`) and splits the trials that recorded no epoch
+from the rows that are drawn (:class:`Experiment`).
 
 Nothing here writes to those folders. Every defect of a file (missing, truncated, corrupt, still
-being written) becomes a :class:`Problem` that names the file and what to do; the readable rest is
-still returned, so one bad experiment never hides the others.
+being written) is a :class:`~ssot.results.experiment.Problem` that names the file and what to do;
+the readable rest is still returned, so one bad experiment never hides the others.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import os
 from collections.abc import Mapping, Sequence
@@ -27,9 +20,11 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from tune import schema, storage
-from tune.schema import PARAMS as PARAM_ORDER
-from tune.schema import STATUSES, Problem
+from ssot.errors import ResultsError, SSOTError
+from ssot.results import experiment as results_experiment
+from ssot.results import storage
+from ssot.results.experiment import EXPERIMENT_FILE, SPACE_KINDS, Problem
+from ssot.results.trials import PARAMS
 
 __all__ = [
     "AnalysisError",
@@ -37,20 +32,18 @@ __all__ = [
     "Problem",
     "ParamSpec",
     "Experiment",
-    "PARAM_ORDER",
-    "STATUSES",
     "load_experiment",
     "load_experiments",
 ]
 
 ParamKind = Literal["log", "linear", "categorical", "grid", "fixed"]
 
-#: How each spec kind of :data:`tune.schema.SPACE_KINDS` is drawn.
-_SPACE_TYPES: dict[str, ParamKind] = {"loguniform": "log", "choice": "categorical", "grid": "grid", "fixed": "fixed"}
-assert set(_SPACE_TYPES) == set(schema.SPACE_KINDS)
+#: How each spec kind of :data:`ssot.results.experiment.SPACE_KINDS` is drawn.
+SPACE_TYPES: dict[str, ParamKind] = {"loguniform": "log", "choice": "categorical", "grid": "grid", "fixed": "fixed"}
+assert set(SPACE_TYPES) == set(SPACE_KINDS)
 
 
-class AnalysisError(Exception):
+class AnalysisError(SSOTError):
     """Base class of the errors that the analysis reports to the user as one line."""
 
 
@@ -111,11 +104,11 @@ class ParamSpec:
         if not isinstance(entry, Mapping):
             raise ValueError(f"space entry {name!r} must be an object, got {entry!r}")
         type_name = str(entry.get("type", "")).lower()
-        kind = _SPACE_TYPES.get(type_name)
+        kind = SPACE_TYPES.get(type_name)
         if kind is None:
             raise ValueError(
                 f"space entry {name!r} has unknown type {entry.get('type')!r}; "
-                f"expected one of {sorted(_SPACE_TYPES)}"
+                f"expected one of {sorted(SPACE_TYPES)}"
             )
         if kind == "fixed":
             if "value" not in entry:
@@ -155,71 +148,25 @@ class ParamSpec:
 
 
 @dataclass
-class Experiment:
-    """One search on one task, as read from its folder.
+class Experiment(results_experiment.Experiment):
+    """One search on one task, as the analysis draws it: :class:`ssot.results.experiment.Experiment`
+    (task, name, metric, max_epochs, ...) with its hyperparameters' specs.
 
     Attributes
     ----------
-    path : Path
-        The experiment folder.
-    meta : dict
-        The content of ``experiment.json``.
-    space : dict of str to ParamSpec
-        The hyperparameters found in both the space and ``trials.csv``, in :data:`PARAM_ORDER`.
     trials : pandas.DataFrame
-        The usable rows of ``trials.csv`` (one per trial and epoch, ``epoch`` an int), sorted
-        by trial and epoch.
-    best_config : dict or None
-        The content of ``best_config.json``, or None if it is absent or unreadable.
-    problems : list of Problem
-        What was wrong with this experiment's files.
+        The usable rows of ``trials.csv`` that recorded an epoch (``epoch`` an int), sorted by
+        trial and epoch.
+    space : dict of str to ParamSpec
+        The hyperparameters found in both the space and ``trials.csv``, in display order
+        (:data:`ssot.results.trials.PARAMS` first).
     unstarted : pandas.DataFrame
         One row per trial that recorded no epoch (e.g. errored while starting), with its
         hyperparameters, ``status`` and ``reason``; such trials are counted, never drawn.
     """
 
-    path: Path
-    meta: dict[str, Any]
-    space: dict[str, ParamSpec]
-    trials: pd.DataFrame
-    best_config: dict[str, Any] | None = None
-    problems: list[Problem] = field(default_factory=list)
+    space: dict[str, ParamSpec] = field(default_factory=dict)
     unstarted: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def task(self) -> str:
-        """The task name, e.g. ``"P2I"``."""
-        return str(self.meta.get("task") or self.path.name)
-
-    @property
-    def name(self) -> str:
-        """The experiment's name (the folder above the task folder by default)."""
-        return str(self.meta.get("name") or self.path.parent.name)
-
-    @property
-    def dataset(self) -> str:
-        """The dataset name, or ``""`` if unknown."""
-        return str(self.meta.get("dataset") or "")
-
-    @property
-    def search(self) -> str:
-        """The search algorithm: ``"tpe"``, ``"grid"`` or ``"random"``."""
-        return str(self.meta.get("search") or "")
-
-    @property
-    def status(self) -> str:
-        """``"finished"`` or ``"running"``."""
-        return str(self.meta.get("status") or "unknown")
-
-    @property
-    def max_epochs(self) -> int:
-        """The epoch a trial must reach to count as having reached the end."""
-        return schema.ExperimentFiles(self.path, self.meta, self.trials, None).max_epochs
-
-    @property
-    def metric(self) -> str:
-        """The metric the search selected its best trial on (``experiment.json``'s ``metric``)."""
-        return schema.ExperimentFiles(self.path, self.meta, None, None).metric
 
     @property
     def key(self) -> str:
@@ -247,7 +194,7 @@ def _space_from_meta(
     """Build the specs of the hyperparameters present in ``trials.csv``, in display order."""
     raw = meta.get("space")
     raw = raw if isinstance(raw, Mapping) else {}
-    names = [p for p in PARAM_ORDER if p in trials.columns or p in raw]
+    names = [p for p in PARAMS if p in trials.columns or p in raw]
     names += [p for p in raw if p not in names and p in trials.columns]
     space: dict[str, ParamSpec] = {}
     for name in names:
@@ -263,8 +210,27 @@ def _space_from_meta(
     return space
 
 
+def from_results(files: results_experiment.Experiment) -> tuple[Experiment | None, list[Problem]]:
+    """The analysis's view of an experiment read by :mod:`ssot.results` (None when its
+    ``experiment.json`` or ``trials.csv`` is unusable), and its problems."""
+    problems, meta, trials = list(files.problems), files.meta, files.trials
+    if meta is None or trials is None:
+        return None, problems
+    meta_path = Path(str(files.path)) / EXPERIMENT_FILE if not storage.is_uri(files.path) else storage.join(str(files.path), EXPERIMENT_FILE)
+    space = _space_from_meta(meta, trials, meta_path, problems)
+    no_epoch = trials["epoch"].isna()
+    unstarted = trials[no_epoch & ~trials["trial_id"].isin(trials.loc[~no_epoch, "trial_id"])]
+    experiment = Experiment(
+        files.path, dict(meta), trials[~no_epoch].astype({"epoch": int}).reset_index(drop=True), files.best_config,
+        problems, space=space, unstarted=unstarted.drop_duplicates("trial_id", keep="last").reset_index(drop=True),
+    )
+    if "task" not in meta:
+        problems.append(Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}"))
+    return experiment, problems
+
+
 def load_experiment(folder: Path) -> tuple[Experiment | None, list[Problem]]:
-    """Read one experiment folder (with :func:`tune.schema.read_experiment`).
+    """Read one local experiment folder (:func:`ssot.results.experiment.read_experiment`).
 
     Returns
     -------
@@ -273,21 +239,7 @@ def load_experiment(folder: Path) -> tuple[Experiment | None, list[Problem]]:
     problems : list of Problem
         What was wrong, each naming its file.
     """
-    files = schema.read_experiment(folder)
-    problems, meta, trials = files.problems, files.meta, files.trials
-    if meta is None or trials is None:
-        return None, problems
-    meta_path = folder / schema.EXPERIMENT_FILE
-    space = _space_from_meta(meta, trials, meta_path, problems)
-    no_epoch = trials["epoch"].isna()
-    unstarted = trials[no_epoch & ~trials["trial_id"].isin(trials.loc[~no_epoch, "trial_id"])]
-    experiment = Experiment(
-        folder, dict(meta), space, trials[~no_epoch].astype({"epoch": int}).reset_index(drop=True),
-        files.best_config, problems, unstarted.drop_duplicates("trial_id", keep="last").reset_index(drop=True),
-    )
-    if "task" not in meta:
-        problems.append(Problem(meta_path, f"has no 'task'; using the folder name {experiment.task!r}"))
-    return experiment, problems
+    return from_results(results_experiment.read_experiment(folder))
 
 
 def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], list[Problem]]:
@@ -297,7 +249,7 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
     ----------
     root : path-like
         A results folder (searched recursively for ``experiment.json``), or a URI such as
-        ``s3://bucket/prefix`` (read through :func:`tune.storage.local_experiments`).
+        ``s3://bucket/prefix`` (:func:`ssot.results.storage.read_experiments`).
 
     Returns
     -------
@@ -311,31 +263,25 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
     NoExperimentsError
         If ``root`` is not a folder, holds no ``experiment.json``, or none can be read.
     """
-    if not storage.is_uri(root) and not Path(root).is_dir():
-        raise NoExperimentsError(
-            f"The results folder {str(root)!r} does not exist or is not a folder."
-        )
     try:
-        with storage.local_experiments(root) as root_path:  # a URI (s3://...): copied locally
-            folders = schema.find_experiments(root_path)
-            if not folders:
-                raise NoExperimentsError(
-                    f"No experiment found under {str(root)!r}: no {schema.EXPERIMENT_FILE} in it or its "
-                    "sub-folders. Pass the storage folder of tune/search.py."
-                )
-            experiments: list[Experiment] = []
-            problems: list[Problem] = []
-            for folder in folders:
-                experiment, found = load_experiment(folder)
-                # shown with their own paths or URIs, never the temporary copy's
-                problems.extend(dataclasses.replace(p, path=storage.shown_path(root, root_path, p.path)) for p in found)
-                if experiment is not None:
-                    experiments.append(dataclasses.replace(experiment, path=storage.shown_path(root, root_path, folder)))
-    except storage.StorageError as exc:
+        found = storage.read_experiments(root)
+    except (ResultsError, storage.StorageError) as exc:
         raise NoExperimentsError(str(exc)) from None
+    if not found:
+        raise NoExperimentsError(
+            f"No experiment found under {str(root)!r}: no {EXPERIMENT_FILE} in it or its "
+            "sub-folders. Pass the storage folder of tune/search.py."
+        )
+    experiments: list[Experiment] = []
+    problems: list[Problem] = []
+    for files in found:
+        experiment, seen = from_results(files)
+        problems.extend(seen)
+        if experiment is not None:
+            experiments.append(experiment)
     if not experiments:
         raise NoExperimentsError(
-            f"None of the {len(folders)} experiment(s) under {str(root)!r} could be read: "
+            f"None of the {len(found)} experiment(s) under {str(root)!r} could be read: "
             + "; ".join(str(p) for p in problems if p.severity == "error")
         )
     experiments.sort(key=lambda e: (e.task, e.name, str(e.path)))

@@ -5,7 +5,7 @@ The script draws a plot the first time its container becomes visible, records ev
 error in the page's "Warnings" box, and reads/writes the selection in the URL fragment
 (``#task=e0&mode=best``, ``mode=epoch5`` for an ASHA rung, ``&view=all`` shows every experiment
 in every view) so that a view can be linked to. The view selector is rebuilt for each experiment
-from ``VIEWS`` (its views and its default view, :mod:`analysis.views`).
+from ``VIEWS`` (its views and its default view, :mod:`analysis.data.views`).
 """
 
 PAGE = r"""<!DOCTYPE html>

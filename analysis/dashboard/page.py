@@ -3,7 +3,7 @@
 :func:`build_dashboard` reads every experiment under a results folder and writes
 
 * ``dashboard.html``: plotly.js is inlined (no network access at view time); a task selector;
-  a selector of the views (:mod:`analysis.views`: accuracy at each ASHA rung, final-epoch,
+  a selector of the views (:mod:`analysis.data.views`: accuracy at each ASHA rung, final-epoch,
   best-reached); per experiment and view its heatmaps, parallel coordinates, importances (fANOVA
   and PED-ANOVA) and marginal effects, its learning curves and best config; a banner on a search
   still running; a cross-task table beside the paper's accuracies; a "Warnings" box listing every
@@ -35,23 +35,22 @@ import plotly.io as pio
 from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
-from analysis._template import PAGE
-from analysis.dashboard_paper import PaperSection, paper_section
-from analysis.experiments import AnalysisError, Experiment, NoExperimentsError, load_experiments
-from analysis.bins import Bins
-from analysis.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
-from analysis.images import export_images
-from analysis.importance import MIN_TRIALS
-from analysis.paper import read_paper_accuracy
-from analysis.selection import regret_html
-from analysis.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
-from analysis.view_figures import plot_div as _plot_div
-from analysis.view_figures import view_figures
-from analysis.views import View
-from tune import schema, storage
-from tune.schema import Problem
+from analysis.dashboard.paper_section import PaperSection, paper_section
+from analysis.dashboard.regret import regret_html
+from analysis.dashboard.sections import view_figures
+from analysis.dashboard.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
+from analysis.dashboard.template import PAGE
+from analysis.data.bins import Bins
+from analysis.data.experiments import AnalysisError, Experiment, NoExperimentsError, load_experiments
+from analysis.data.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
+from analysis.data.importance import MIN_TRIALS
+from analysis.data.views import View
+from ssot.results import metrics, storage
+from ssot.results.experiment import Problem
+from ssot.results.paper import read_paper_accuracy
+from ssot.results.trials import STATUSES
 
-__all__ = ["DashboardResult", "build_dashboard", "export_images", "DASHBOARD_FILE", "FIGURES_DIR"]
+__all__ = ["DashboardResult", "build_dashboard", "DASHBOARD_FILE", "FIGURES_DIR"]
 
 DASHBOARD_FILE = "dashboard.html"
 FIGURES_DIR = "figures"
@@ -117,10 +116,10 @@ def _status_summary(table: pd.DataFrame, views: list[View], default: str) -> str
 
 def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: str) -> str:
     """The view's best trial; in the final-epoch view, the trial of ``best_config.json`` (the one
-    rule of :func:`tune.schema.best_trial` on the experiment's metric, ties to the lowest id)."""
+    rule of :func:`ssot.results.trials.best_trial` on the experiment's metric, ties to the lowest id)."""
     if mode == "final":
         top = best_trial(experiment, table)
-        metric = schema.metric(experiment.metric)
+        metric = metrics.metric(experiment.metric)
         label = f", {metric.label}" if metric.label else ""
         rule = f"best final {metric.name} ({metric.direction}{label}), ties to the lowest trial id"
         value = f"{metric.name} {top[metric.name]:.4f}" if top is not None else ""
@@ -221,7 +220,7 @@ def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str]) -> str:
     rows = []
     for row in table.to_dict("records"):
         counts = " / ".join(
-            str(row[f"n_{status}"]) for status in schema.STATUSES
+            str(row[f"n_{status}"]) for status in STATUSES
         )
         delta = row["delta"]
         tone = "" if pd.isna(delta) else (" good" if delta >= 0 else " bad")
@@ -336,7 +335,7 @@ def build_dashboard(
         ``"matplotlib"`` (default, no browser needed) or the dashboard's Plotly figures through
         kaleido (needs Chrome or Chromium).
     bins : "decades", int, sequence of float, or Mapping of parameter name to those
-        Binning of continuous axes (see ``analysis.frames.axis_bins``).
+        Binning of continuous axes (see :func:`analysis.data.bins.axis_bins`).
     paper_csv : path-like, optional
         The paper's accuracies; default the project's copy (``ssot/paper_accuracy.csv``).
     evaluator : optuna.importance.BaseImportanceEvaluator, optional
@@ -348,7 +347,7 @@ def build_dashboard(
 
     Raises
     ------
-    analysis.experiments.NoExperimentsError
+    analysis.data.experiments.NoExperimentsError
         If ``root`` holds no readable experiment.
     """
     if storage.is_uri(root) and out is None:

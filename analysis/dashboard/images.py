@@ -9,7 +9,7 @@ from typing import Literal
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from tune.schema import Problem
+from ssot.results.experiment import Problem
 
 __all__ = ["ImageFormat", "export_images"]
 

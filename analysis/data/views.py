@@ -4,7 +4,7 @@ Every figure of the dashboard is drawn under one *view* (a key of this module's 
 
 ``"final"``
     the trials that reached the last epoch, scored by their final-epoch accuracy
-    (:func:`analysis.frames.final_results`);
+    (:func:`analysis.data.frames.final_results`);
 ``"best"``
     every completed, early-stopped or running trial, scored by the best accuracy it reached;
 ``"epoch<R>"`` (e.g. ``"epoch5"``), one per ASHA rung ``R`` below the last epoch
@@ -38,9 +38,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.experiments import Experiment
-from analysis.frames import MODE_LABELS, final_results
-from tune import schema
+from analysis.data.experiments import Experiment
+from analysis.data.frames import MODE_LABELS, final_results
+from ssot.results import trials as trial_model
 
 __all__ = [
     "View",
@@ -140,7 +140,7 @@ def rung_epochs(experiment: Experiment, table: pd.DataFrame) -> tuple[int, ...]:
     """
     rungs = asha_rungs(experiment.meta)
     if rungs is None:
-        stopped = table.loc[table["status"] == schema.EARLY_STOPPED, "n_epochs"]
+        stopped = table.loc[table["status"] == trial_model.EARLY_STOPPED, "n_epochs"]
         rungs = tuple(sorted({int(e) for e in stopped if e > 0}))
     return tuple(r for r in rungs if r < experiment.max_epochs)
 
@@ -153,21 +153,21 @@ def epoch_results(experiment: Experiment, table: pd.DataFrame, epoch: int) -> pd
     experiment : Experiment
         Its per-(trial, epoch) rows give the accuracies.
     table : pandas.DataFrame
-        :func:`analysis.frames.trial_table` of the experiment.
+        :func:`analysis.data.frames.trial_table` of the experiment.
     epoch : int
 
     Returns
     -------
     pandas.DataFrame
         The rows of ``table`` of those trials, with ``acc``, highest first, ties to the lowest
-        ``trial_id`` (:func:`tune.schema.rank`). A diverged trial's placeholder epoch does not
+        ``trial_id`` (:func:`ssot.results.trials.rank`). A diverged trial's placeholder epoch does not
         count as reached.
     """
-    rows = schema.without_placeholders(experiment.trials)
+    rows = trial_model.without_placeholders(experiment.trials)
     at = rows[(rows["epoch"] == epoch)].dropna(subset=["target_acc"])
     values = at.drop_duplicates("trial_id", keep="last").set_index("trial_id")["target_acc"]
     selected = table[table["trial_id"].isin(values.index)]
-    return schema.rank(selected.assign(acc=selected["trial_id"].map(values).to_numpy()), "acc")
+    return trial_model.rank(selected.assign(acc=selected["trial_id"].map(values).to_numpy()), "acc")
 
 
 def view_results(experiment: Experiment, table: pd.DataFrame, key: str) -> pd.DataFrame:
