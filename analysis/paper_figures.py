@@ -22,46 +22,57 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
 
 from analysis.data.paper_runs import FigureError, class_weight_info, find_paper_inputs, read_feature_map, read_record  # noqa: E402
 from analysis.mpl.paper import class_weight_figure, feature_map_figure, solver_figure  # noqa: E402
-from matplotlib import pyplot as plt  # the Agg backend: analysis.mpl.paper chose it  # noqa: E402
+from matplotlib import pyplot as plt  # noqa: E402  (the Agg backend: analysis.mpl.paper chose it)
+from ssot import cli  # noqa: E402
+
 
 def _save(fig: plt.Figure, out: Path) -> Path:
-    if out.exists():
-        raise FigureError(f"{out} already exists; choose another --out (figures are never overwritten).")
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise FigureError(f"The '--out' argument must end in .png, .pdf or .svg. Got {out.name!r} instead.")
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)
     plt.close(fig)
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``solvers`` / ``class-weights`` / ``feature-map`` sub-commands; 0, or 2 on a user error."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/paper_figures.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("figure", choices=("solvers", "class-weights", "feature-map"))
     parser.add_argument("inputs", nargs="+", type=Path, help="run records (JSON; solvers: also folders of them), or one t-SNE file (.npz)")
     parser.add_argument("--out", type=Path, required=True, help="the figure (.png, .pdf or .svg); never overwritten")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def draw(args: argparse.Namespace) -> int:
+    """The command's work: check the output, read the inputs, draw and write the figure."""
     try:
-        if args.out.exists():
-            raise FigureError(f"{args.out} already exists; choose another --out (figures are never overwritten).")
-        if args.figure == "feature-map":
-            if not args.inputs[0].is_file():
-                raise FigureError(f"The t-SNE file {args.inputs[0]} does not exist. Write it with python -m ssot.feature_maps.")
-            fig = feature_map_figure(read_feature_map(args.inputs[0]))
-        elif args.figure == "solvers":
-            fig = solver_figure([r for p in args.inputs for r in (find_paper_inputs(p).records.values() if p.is_dir() else [read_record(p)])])
-        else:
-            record = read_record(args.inputs[0])
-            fig = class_weight_figure(record)
-            info = class_weight_info(record)
-            so = info.estimate[0, info.outliers].sum() if info.epochs[0] == 0 else float("nan")
-            print(f"final mass on outlier classes: {info.outlier_mass:.4f} (source-only {so:.4f})")
-        print(f"wrote {_save(fig, args.out)}")
-    except (FigureError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        return _draw(args)
+    except KeyError as exc:  # a record without a key its figure needs
+        raise FigureError(f"The input of the {args.figure} figure lacks {exc}. Pass run records written by --out.") from None
+
+
+def _draw(args: argparse.Namespace) -> int:
+    if args.out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise FigureError(f"The '--out' argument must end in .png, .pdf or .svg. Got {args.out.name!r} instead.")
+    cli.check_output(args.out, "--out", folder=False)
+    if args.figure == "feature-map":
+        if not args.inputs[0].is_file():
+            raise FigureError(f"The t-SNE file {args.inputs[0]} does not exist. Write it with python -m ssot.feature_maps.")
+        fig = feature_map_figure(read_feature_map(args.inputs[0]))
+    elif args.figure == "solvers":
+        fig = solver_figure([r for p in args.inputs for r in (find_paper_inputs(p).records.values() if p.is_dir() else [read_record(p)])])
+    else:
+        record = read_record(args.inputs[0])
+        fig, info = class_weight_figure(record), class_weight_info(record)
+        so = info.estimate[0, info.outliers].sum() if info.epochs[0] == 0 else float("nan")
+        print(f"final mass on outlier classes: {info.outlier_mass:.4f} (source-only {so:.4f})")
+    print(f"wrote {_save(fig, args.out)}")
+    return cli.EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``ssot-paper-figures``): ``solvers`` / ``class-weights`` /
+    ``feature-map``; the exit status of :mod:`ssot.cli`."""
+    args = build_parser().parse_args(argv)
+    return cli.run(lambda: draw(args))
 
 
 if __name__ == "__main__":

@@ -18,37 +18,46 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from analysis.data.selection import CSV_NAME, MARKDOWN_NAME, read_experiments, selection_table, summary, to_markdown  # noqa: E402
+from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
+from ssot.results import storage  # noqa: E402
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", metavar="RESULTS_DIR", help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix (then --out is required)")
+    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+                        help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix (then --out is required)")
     parser.add_argument("--out", type=Path, help="output folder (default RESULTS_DIR); existing files are never overwritten")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def selection(args: argparse.Namespace) -> int:
+    """The command's work: check the outputs, read the experiments, write the tables."""
+    if storage.is_uri(args.results_dir) and args.out is None:
+        raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder to write the tables to.")
     out = args.out or Path(args.results_dir)
-    paths = [out / CSV_NAME, out / MARKDOWN_NAME]
-    existing = [p for p in paths if p.exists()]
-    if existing:
-        print(f"error: {existing[0]} already exists; move it away or choose another --out (results are never overwritten).", file=sys.stderr)
-        return 2
+    cli.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME])
     try:
         experiments = read_experiments(args.results_dir)
-    except ResultsError:
-        print(f"error: RESULTS_DIR {args.results_dir} is not a folder; pass the --storage-path of a search.", file=sys.stderr)
-        return 2
+    except storage.StorageError as exc:
+        raise ResultsError(str(exc)) from None
     table = selection_table(experiments)
     if table.empty:
-        print(f"error: no experiment with validator scores under {args.results_dir}; run tune/search.py first.", file=sys.stderr)
-        return 2
+        raise ResultsError(f"no experiment with validator scores under {args.results_dir}; run tune/search.py first.")
     summ = summary(table)
     out.mkdir(parents=True, exist_ok=True)
-    with open(paths[0], "x", newline="") as fh:
+    with open(out / CSV_NAME, "x", newline="") as fh:
         table.to_csv(fh, index=False)
-    with open(paths[1], "x") as fh:
+    with open(out / MARKDOWN_NAME, "x") as fh:
         fh.write(to_markdown(summ))
     print(to_markdown(summ), end="")
-    print(f"wrote {paths[0]} and {paths[1]} ({len(experiments)} experiments)")
-    return 0
+    print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
+    return cli.EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``ssot-selection``); the exit status of :mod:`ssot.cli`."""
+    args = build_parser().parse_args(argv)
+    return cli.run(lambda: selection(args))
 
 
 if __name__ == "__main__":

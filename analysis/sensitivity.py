@@ -18,7 +18,7 @@ The dashboard also draws the paper's other analyses found under RESULTS_DIR (run
 
 Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
 stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
-A folder without any readable experiment is an error (exit code 2).
+A folder without any readable experiment is an error (exit status 2, :mod:`ssot.cli`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
 
 from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR, build_dashboard  # noqa: E402
 from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
-from analysis.data.experiments import AnalysisError  # noqa: E402
+from ssot import cli  # noqa: E402
 
 
 def _bins(text: str) -> str | int | list[float]:
@@ -87,25 +87,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code."""
+    """Command line entry point (``ssot-dashboard``); the exit status of :mod:`ssot.cli`."""
     args = parse_args(argv)
-    try:
+
+    def work() -> int:
+        if args.out is not None:  # derived: replaced when it exists, but it must be writable
+            cli.check_output(args.out, "--out", folder=False, exists_ok=True)
         result = build_dashboard(
             args.results_dir, out=args.out, figures_dir=args.figures_dir,
             images=not args.no_images, image_format=args.format, bins=args.bins,
-            image_backend=args.image_backend,
-            paper_csv=args.paper_csv,
+            image_backend=args.image_backend, paper_csv=args.paper_csv,
         )
-    except AnalysisError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for problem in result.problems:
-        print(problem, file=sys.stderr)
-    print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
-    if result.images:
-        print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
-    return 0
+        for problem in result.problems:
+            print(problem, file=sys.stderr)
+        print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
+        if result.images:
+            print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
+        return cli.EXIT_OK
+
+    return cli.run(work)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

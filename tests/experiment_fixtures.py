@@ -30,9 +30,9 @@ def grid_space(eps: float = 1.0, potential_width: int = 256) -> dict[str, dict[s
 
 
 def _dataset_of(task: str) -> str:
-    from ssot.data.benchmarks import TASKS
+    from ssot.data.registry import dataset_of
 
-    return TASKS[task].dataset if task in TASKS else "digits"
+    return dataset_of(task) or "digits"
 
 
 def write_experiment(

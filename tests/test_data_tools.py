@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from ssot.data.__main__ import main as data_main
-from ssot.data.benchmarks import DATASETS, build_benchmark_task, tasks_of
+from ssot.cli import EXIT_EXTERNAL
+from ssot.data.benchmarks import build_benchmark_task
+from ssot.data.registry import BENCHMARKS, DATASETS, tasks_of
 from ssot.data.check import check_data
 from ssot.data.fetch import CHECKSUMS_FILE, FetchError, download
 from test_benchmarks import write_image
@@ -79,7 +81,7 @@ def _pack(src: Path, name: str) -> bytes:
 def archives(tmp_path_factory) -> dict[str, bytes]:
     """File name -> bytes of every dataset's generated official archive(s)."""
     out: dict[str, bytes] = {}
-    for dataset in DATASETS:
+    for dataset in BENCHMARKS:
         base = tmp_path_factory.mktemp(dataset)
         names = _tree(base, dataset, per_class=2 if dataset == "office31" else 1)
         for name in names:
@@ -158,7 +160,7 @@ RELEASED_PATHS = {
 }
 
 
-@pytest.mark.parametrize("dataset", list(DATASETS))
+@pytest.mark.parametrize("dataset", list(BENCHMARKS))
 def test_fetch_from_loopback_verifies_unpacks_and_checks(dataset, server, archives, tmp_path,
                                                          capsys):
     root = tmp_path / "data"
@@ -216,16 +218,16 @@ def test_corrupted_archive_is_refused_naming_file_and_checksum(server, archives,
     second.mkdir()
     (second / CHECKSUMS_FILE).write_text((first / CHECKSUMS_FILE).read_text())
     capsys.readouterr()
-    assert _fetch("office31", second, "--archive", str(corrupt)) == 3
+    assert _fetch("office31", second, "--archive", str(corrupt)) == EXIT_EXTERNAL
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"checksum mismatch for {corrupt}" in err and f"expected sha256 {good}" in err
     assert not (second / "office31").exists()
     # Given by hand (--sha256), the same refusal, from the first use.
-    assert _fetch("office31", tmp_path / "third", "--archive", str(corrupt), "--sha256", good) == 3
+    assert _fetch("office31", tmp_path / "third", "--archive", str(corrupt), "--sha256", good) == EXIT_EXTERNAL
     assert f"expected sha256 {good} (--sha256)" in capsys.readouterr().err
     # With nothing to compare against, a damaged archive is refused and nothing is recorded.
-    assert _fetch("office31", tmp_path / "fourth", "--archive", str(corrupt)) == 3
+    assert _fetch("office31", tmp_path / "fourth", "--archive", str(corrupt)) == EXIT_EXTERNAL
     assert "is damaged" in capsys.readouterr().err
     assert not (tmp_path / "fourth" / CHECKSUMS_FILE).exists()
 
@@ -290,7 +292,7 @@ def test_user_mistakes_are_one_line(args, code, message, tmp_path, capsys, monke
 
 
 def test_missing_file_on_the_mirror_and_existing_destination(server, archives, tmp_path, capsys):
-    assert _fetch("visda2017", tmp_path, "--mirror", server.url + "/nowhere") == 3
+    assert _fetch("visda2017", tmp_path, "--mirror", server.url + "/nowhere") == EXIT_EXTERNAL
     assert "HTTP 404" in capsys.readouterr().err
     (tmp_path / "visda2017" / "train").mkdir(parents=True)
     assert _fetch("visda2017", tmp_path, "--mirror", server.url) == 2
@@ -330,8 +332,13 @@ def test_counts_equal_to_the_published_ones_are_ok(archives, tmp_path, capsys, m
     archive = tmp_path / "image_CLEF.zip"
     archive.write_bytes(archives[archive.name])
     assert _fetch("imageclef", tmp_path / "data", "--archive", str(archive), "--no-check") == 0
-    monkeypatch.setattr(check, "PUBLISHED_PER_CLASS", {"imageclef": 1})
-    monkeypatch.setitem(check.PUBLISHED_COUNTS, ("imageclef", "c"), 12)
+    import dataclasses
+
+    from ssot.data import registry
+
+    spec = registry.DATASETS["imageclef"]
+    monkeypatch.setitem(registry.DATASETS, "imageclef", dataclasses.replace(
+        spec, published_per_class=1, published_counts={**spec.published_counts, "c": 12}))
     report = check.check_data(tmp_path / "data", ["imageclef"])
     assert "ok imageclef/c: 12 images (published 12)" in report.lines
     assert report.problems == ["imageclef/i: 12 images found, 600 published (588 missing)",

@@ -72,9 +72,9 @@ def test_command_writes_figures_never_overwrites_and_refuses_bad_input(tmp_path)
 
 @pytest.mark.slow  # trains a tiny digits run and two t-SNE embeddings
 def test_save_model_then_feature_map_file(tmp_path, capsys):
-    """--save-model writes both models; tune/feature_maps.py embeds a seeded subsample of each."""
+    """--save-model writes both models; python -m ssot.feature_maps embeds a seeded subsample of each."""
     from ssot.train import main as train_main
-    from tune.feature_maps import main as maps_main
+    from ssot.feature_maps import main as maps_main
 
     model = tmp_path / "m.pt"
     argv = ["--task", "digits", "--epochs", "1", "--pretrain-epochs", "1", "--iters-per-epoch", "2", "--source-eval-samples", "64",

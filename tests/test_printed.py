@@ -9,7 +9,7 @@ import torch
 from ssot.config import SSOTConfig
 from ssot.data import build_task, dataset_of, task_names, tasks_of_dataset
 from ssot.data import printed
-from ssot.data.benchmarks import TASKS
+from ssot.data import registry
 from ssot.trainer import run
 
 
@@ -59,7 +59,7 @@ def test_tasks_are_partial(name):
 
 
 def test_reference_tasks_train_on_target_labels_and_share_the_held_out_target():
-    for ref, task_name in printed.REFERENCE_TASKS.items():
+    for ref, task_name in registry.DATASETS["embedded"].references.items():
         ref_task, task = printed.build_printed_task(ref), printed.build_printed_task(task_name)
         assert torch.equal(ref_task.target.tensors[0], task.target.tensors[0])  # same held-out target
         assert sorted(set(ref_task.source.tensors[1].tolist())) == printed.TARGET_CLASSES
@@ -118,9 +118,11 @@ def test_disk_cache_is_checked(tmp_path, monkeypatch):
 def test_names_dataset_and_defaults():
     assert tasks_of_dataset("embedded") == ["digits", "P2H", "H2P"]
     assert tasks_of_dataset("visda2017") == ["S2R", "R2S"] and tasks_of_dataset("P2H") is None
-    paper = {t.lower() for t in TASKS}
-    assert not any(t.lower() in paper for t in printed.PRINTED_TASKS)  # no clash, even case-insensitive
-    assert set(printed.PRINTED_TASKS) <= set(task_names())
+    paper = {t.lower() for d in registry.BENCHMARKS for t in registry.tasks_of(d)}
+    printed_tasks = registry.tasks_of("embedded")
+    assert printed_tasks == ["P2H", "H2P", "H2H", "P2P"]
+    assert not any(t.lower() in paper for t in printed_tasks)  # no clash, even case-insensitive
+    assert set(printed_tasks) <= set(task_names())
     assert dataset_of("P2H") == "embedded" and dataset_of("digits") == "digits" and dataset_of("A2W") == "office31"
     cfg = SSOTConfig.for_task("P2H")
     assert cfg.backbone == "digits_cnn" and cfg.iters_per_epoch == 28
@@ -133,7 +135,7 @@ def test_names_dataset_and_defaults():
 
 @pytest.mark.parametrize("name", ["P2H", "H2P", "H2H"])
 def test_short_end_to_end_run(name):
-    epochs = 0 if name in printed.REFERENCE_TASKS else 1
+    epochs = 0 if registry.task(name).reference_of else 1
     cfg = SSOTConfig.for_task(name, epochs=epochs, pretrain_epochs=1, iters_per_epoch=3, device="cpu",
                               source_eval_samples=200)
     record = run(cfg)
@@ -158,7 +160,7 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
 
     monkeypatch.setattr(search, "run_search", fake_run_search)
     monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
-    from tune.outputs import EXIT_NOTHING_USABLE
+    from ssot.cli import EXIT_NO_RESULT as EXIT_NOTHING_USABLE
 
     # the fake searches return no trial, hence "nothing usable"; what is checked is the expansion
     assert search.main(["--task", "embedded", "--num-samples", "1"]) == EXIT_NOTHING_USABLE

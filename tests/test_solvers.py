@@ -129,7 +129,8 @@ def test_each_solver_trains_an_epoch_and_resumes(solver):
 
 
 def test_solver_config_is_validated_and_a_cli_flag():
-    from ssot.train import build_parser, config_from_args
+    from ssot.cli import config_from_args
+    from ssot.train import build_parser
 
     with pytest.raises(ConfigError, match="'ot_solver' parameter must be one of 'net', 'vector', 'sinkhorn'"):
         SSOTConfig(ot_solver="lbfgs").validate()

@@ -17,7 +17,7 @@ from ssot.errors import ConfigError, SSOTError
 from ssot.trainer import Trainer
 from tune import space as spaces
 from tune.experiment import SearchOptions, run_search
-from tune.outputs import exit_status
+from tune.outputs import exit_status_of as exit_status
 
 REPO = Path(__file__).resolve().parents[1]
 SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]

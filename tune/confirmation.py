@@ -42,7 +42,7 @@ import pandas as pd
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished, read_experiment
-from ssot.results.final_table import check_new
+from ssot.cli import check_output
 from ssot.results.metrics import metric
 from ssot.results.record import RunRecord, mean_std
 from tune.export import read_candidates
@@ -206,7 +206,7 @@ def write_confirmation(table: pd.DataFrame, candidates: Sequence[Candidate], out
     (every file is checked before the first is written). Returns the paths written."""
     tasks = list(dict.fromkeys(c.task for c in candidates))
     paths = output_paths(out_dir, tasks)
-    check_new(paths)
+    check_output(out_dir, "--out", folder=True, new=[p.name for p in paths])
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     with open(paths[0], "x", newline="") as fh:
         table.to_csv(fh, index=False)

@@ -15,9 +15,11 @@ from typing import Any
 
 from ray import tune as ray_tune
 
-from ssot.config import SSOTConfig
+from ssot.config import PATH_FIELDS, SSOTConfig
 from ssot.data import build_task
-from ssot.errors import ConfigError, SSOTError, check_output
+from ssot.data.registry import dataset_of
+from ssot.cli import check_output
+from ssot.errors import ConfigError, SSOTError
 from ssot.results import metrics, storage
 from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
@@ -32,7 +34,6 @@ from tune.trainable import ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
 DEFAULT_MAX_FAILURES = 2
-PATH_FIELDS = ("data_root", "features_path", "pretrained_path", "source_dir", "target_dir")
 _USER_ENV = frozenset(os.environ)  # Ray settings the user chose are left alone
 
 
@@ -216,15 +217,10 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     import ray
 
     options.validate()
-    if not storage.is_uri(options.storage_path):
-        check_output(options.storage_path, "--storage-path", folder=True)
-    else:  # an unreachable store, a missing bucket or no credentials: one line, before any trial
-        try:
-            storage.check_storage(options.storage_path)
-        except storage.StorageError as exc:
-            raise SSOTError(str(exc)) from None
+    # a file in the way, no permission, an unreachable store, a missing bucket, no credentials: one line, before any trial
+    check_output(options.storage_path, "--storage-path", folder=True)
     if address:
-        _check_reachable(address)
+        check_reachable(address)
     base = base_config(options)
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
@@ -270,7 +266,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ray.shutdown()
 
 
-def _check_reachable(address: str, timeout: float = 5.0) -> None:
+def check_reachable(address: str, timeout: float = 5.0) -> None:
     """Refuse within ``timeout`` seconds an explicit ``HOST:PORT`` where nothing listens (``ray.init``
     would wait for ever, deaf to Ctrl-C); ``auto`` and ``ray://`` addresses are left to Ray."""
     import socket
@@ -306,7 +302,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             return done
     cache_dir = storage.join(root, "_pretrained")  # local, NFS or object storage: every node shares it
     if info is None:
-        info = new_meta(task=base.task, dataset=_dataset_of(base.task), name=root.rsplit("/", 1)[-1],
+        info = new_meta(task=base.task, dataset=dataset_of(base.task), name=root.rsplit("/", 1)[-1],
                                search=options.search, space=options.space, max_epochs=epochs,
                                num_samples=options.num_samples, metric_name=options.metric,
                                early_stop=options.early_stop, grace_period=options.grace_period,
@@ -346,12 +342,6 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
 
 
 # ---------------------------------------------------------------------------- small helpers
-def _dataset_of(task: str) -> str:
-    from ssot.data import dataset_of
-
-    return dataset_of(task)
-
-
 def _ray_trials(path: str) -> list:
     """Ray's trials as its saved state (``path``) has them, statuses and failure counts included;
     none when nothing ran."""

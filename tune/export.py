@@ -31,10 +31,10 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import ResultsError, SSOTError, check_output, one_line  # noqa: E402
+from ssot import cli  # noqa: E402
+from ssot.errors import ResultsError, SSOTError, one_line  # noqa: E402
 from ssot.results import storage  # noqa: E402
 from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, Experiment, check_finished, read_experiment  # noqa: E402
-from ssot.results.final_table import check_new  # noqa: E402
 
 __all__ = ["ExportCandidate", "Exported", "ExportReport", "read_candidates", "load_experiment", "choose_per_task",
            "export_best_configs", "main"]
@@ -166,7 +166,7 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         If no experiment is found, none is finished and readable, or a target file exists and
         ``overwrite`` is false (checked before anything is written).
     """
-    check_output(config_dir, "--out", folder=True)
+    cli.check_output(config_dir, "--out", folder=True)
     report = ExportReport()
     found = read_candidates(results_dir)
     loaded = []
@@ -183,7 +183,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     config_dir = Path(config_dir)
     targets = {task: config_dir / f"{task}.json" for task in chosen}
     if not overwrite:
-        check_new(list(targets.values()), hint="pass --overwrite to replace it or choose another --out")
+        cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()],
+                         hint="pass --overwrite to replace it or choose another --out")
     config_dir.mkdir(parents=True, exist_ok=True)
     for task, (experiment, n) in chosen.items():
         experiment.config.to_json(targets[task])
@@ -206,17 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point; returns the exit status (2 on a user error)."""
+    """Command line entry point (``ssot-export``); the exit status of :mod:`ssot.cli`."""
     args = build_parser().parse_args(argv)
-    try:
+
+    def work() -> int:
         report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
                                      warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    for item in report.exported:
-        print(_describe(item))
-    return 0
+        for item in report.exported:
+            print(_describe(item))
+        return cli.EXIT_OK
+
+    return cli.run(work)
 
 
 if __name__ == "__main__":

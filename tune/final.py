@@ -12,8 +12,8 @@ file) is trained once per seed with :func:`ssot.trainer.run`. Each run record is
 there is reused instead of retrained, so an interrupted final run continues where it stopped by
 rerunning the same command. The table (:mod:`ssot.results.final_table`) is written to
 ``RESULTS_DIR/results.csv`` and ``RESULTS_DIR/results.md``; existing tables are never
-overwritten. User errors print one line and exit with status 2; the status is 1 when a run did
-not complete (diverged).
+overwritten. Exit statuses: :mod:`ssot.cli` (2: bad input, refused before training; 1: a run did
+not complete, diverged).
 """
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import ResultsError, SSOTError, check_output, one_line  # noqa: E402
-from ssot.results.final_table import check_new, check_seeds, result_paths, results_table, to_markdown, write_results  # noqa: E402
+from ssot.config import RUNTIME_FIELDS, SSOTConfig  # noqa: E402
+from ssot import cli  # noqa: E402
+from ssot.errors import ResultsError  # noqa: E402
+from ssot.results.final_table import result_paths, results_table, to_markdown, write_results  # noqa: E402
 from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new  # noqa: E402
 
 __all__ = [
-    "RUNTIME_FIELDS",
     "collect_configs",
     "apply_overrides",
     "feature_caches",
@@ -44,9 +44,6 @@ __all__ = [
     "main",
 ]
 
-#: Config fields that choose where or how fast a run executes, not what it computes: a reused
-#: run record may differ from the requested config in these.
-RUNTIME_FIELDS: tuple[str, ...] = ("device", "num_workers", "data_root", "eval_batch_size")
 
 Log = Callable[[str], None]
 
@@ -105,13 +102,13 @@ def feature_caches(paths: Sequence[str | Path]) -> dict[str, Path]:
 # ------------------------------------------------------------------------------------ run records
 def read_run_record(path: Path, expected: SSOTConfig) -> RunRecord:
     """A run record written earlier, checked to have run ``expected`` (except in
-    :data:`RUNTIME_FIELDS`): :func:`ssot.results.record.read_reusable`.
+    :data:`ssot.config.RUNTIME_FIELDS` (the config's ``runtime`` group)): :func:`ssot.results.record.read_reusable`.
 
     Raises
     ------
     ResultsError
         If the file is unreadable or not a finished run record, or its config differs from
-        ``expected`` in a field other than :data:`RUNTIME_FIELDS`.
+        ``expected`` in a field other than :data:`ssot.config.RUNTIME_FIELDS` (the config's ``runtime`` group).
     """
     return read_reusable(path, expected.to_dict(), RUNTIME_FIELDS)
 
@@ -179,7 +176,8 @@ def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
 
 
 def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num_cpus: int | None = None, address: str | None = None,
-                 cpus_per_run: float = 1.0, gpus_per_run: float | None = 0.0, log: Log = print) -> dict[tuple[str, int], RunRecord]:
+                 cpus_per_run: float = 1.0, gpus_per_run: float | None = 0.0, max_concurrent: int | None = None,
+                 log: Log = print) -> dict[tuple[str, int], RunRecord]:
     """Run records of every job ``key -> (config, record path)``: the existing records are reused
     (checked with :func:`read_run_record`), the others are trained as Ray tasks and each written
     to its path as soon as it ends, so rerunning an interrupted call continues it.
@@ -197,6 +195,8 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
         Each run's resource request (``tune/search.py``'s ``--cpus-per-trial`` and
         ``--gpus-per-trial``: ``None`` is one GPU if the cluster has GPUs, else none); a request
         the cluster can never meet is refused at once. Runs given a GPU run on ``cuda``.
+    max_concurrent : int, optional
+        Most runs at once (default: as many as the resources allow; 1 makes their times comparable).
     log : callable
         Receives one line per run.
 
@@ -216,10 +216,10 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
     if todo:
         import ray
 
-        from tune.experiment import SearchOptions, _check_reachable, check_resources
+        from tune.experiment import SearchOptions, check_reachable, check_resources
 
         if address:
-            _check_reachable(address)
+            check_reachable(address)
         started_here = not ray.is_initialized()
         if started_here:
             ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
@@ -228,9 +228,13 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
             gpus = check_resources(SearchOptions(task="", gpus_per_trial=gpus_per_run, cpus_per_trial=cpus_per_run))
             remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_train)
             start = time.perf_counter()
-            pending = {remote.remote(c.replace(**({"device": "cuda"} if gpus > 0 else {})).to_dict()): key
-                       for key, (c, _) in todo.items()}
-            while pending:
+            waiting = list(todo)
+            pending: dict[Any, tuple[str, int]] = {}
+            while waiting or pending:
+                while waiting and (max_concurrent is None or len(pending) < max_concurrent):
+                    key = waiting.pop(0)
+                    config = todo[key][0].replace(**({"device": "cuda"} if gpus > 0 else {}))
+                    pending[remote.remote(config.to_dict())] = key
                 done, _ = ray.wait(list(pending), num_returns=1)
                 key = pending.pop(done[0])
                 cfg, path = todo[key]
@@ -247,36 +251,33 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python tune/final.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="+", type=Path, help="config files, or folders of <task>.json (tune/export.py --out)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the final runs (default: 0 1 2)")
+    cli.add_seeds(parser, help="seeds of the final runs")
     parser.add_argument("--out", type=Path, required=True, help="results folder: runs/, results.csv, results.md")
     parser.add_argument("--epochs", type=int, help="override the configs' adaptation epochs (quick checks)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="override the configs' device")
+    cli.add_device(parser)
     parser.add_argument("--features", type=Path, nargs="+", metavar="PATH",
                         help="run on feature caches (python -m ssot.features), one per task, instead of images")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
-    args = build_parser().parse_args(argv)
-    try:
-        check_seeds(args.seeds)
-        check_output(args.out, "--out", folder=True)
-        check_new(list(result_paths(args.out)))
-        caches = feature_caches(args.features) if args.features else None
-        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collect_configs(args.configs)]
-        records = run_all(configs, args.seeds, args.out)
-        table = results_table(records)
-        csv_path, md_path = write_results(table, args.out)
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"interrupted; finished runs are kept in {args.out / RUNS_DIR}, rerun the same command to continue", file=sys.stderr)
-        return 130
+def final(args: argparse.Namespace) -> int:
+    """The command's work: check the outputs, train or reuse every (config, seed), write the table."""
+    cli.check_seeds(args.seeds)
+    cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)])
+    caches = feature_caches(args.features) if args.features else None
+    configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collect_configs(args.configs)]
+    records = run_all(configs, args.seeds, args.out)
+    table = results_table(records)
+    csv_path, md_path = write_results(table, args.out)
     print(to_markdown(table), end="")
     print(f"wrote {csv_path} and {md_path}")
-    return 0 if all(r.completed for rs in records.values() for r in rs) else 1
+    return cli.EXIT_OK if all(r.completed for rs in records.values() for r in rs) else cli.EXIT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``ssot-final``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
+    args = build_parser().parse_args(argv)
+    return cli.run(lambda: final(args), interrupted=f"finished runs are kept in {args.out / RUNS_DIR}, rerun the same command to continue")
 
 
 if __name__ == "__main__":

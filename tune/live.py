@@ -24,7 +24,8 @@ from typing import Any
 import pandas as pd
 from ray import tune as ray_tune
 
-from ssot.errors import ConfigError, check_output
+from ssot.cli import check_output
+from ssot.errors import ConfigError
 from ssot.results import storage
 from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
 from ssot.results.trials import COMPLETED, RUNNING
@@ -52,9 +53,9 @@ def optuna_storage(url: str) -> Any:
         path = url.split(":///", 1)[1] if ":///" in url else ""
         if not path or path.startswith(":memory:"):
             raise ConfigError(f"The '--optuna-storage' parameter must name a sqlite file, sqlite:///PATH. Got {url!r} instead. {hint}.")
-        check_output(path, "--optuna-storage", folder=False)
         if Path(path).is_dir():
             raise ConfigError(f"--optuna-storage {url}: {path} is a folder, not a database file. {hint}.")
+        check_output(path, "--optuna-storage", folder=False, exists_ok=True)  # a study continues in its database
     try:
         return optuna.storages.RDBStorage(url)
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy and drivers raise many kinds

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.results import storage
 from ssot.results import trials as trial_model
@@ -36,19 +37,15 @@ class SearchOutcome:
         return str(self.info.get("status") or (FINISHED if self.finished else RUNNING))
 
 
-#: Exit statuses of ``tune/search.py`` (2, a user mistake, is refused before any work).
-EXIT_OK, EXIT_ERRORED, EXIT_USER, EXIT_NOTHING_USABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-def exit_status(outcome: SearchOutcome) -> int:
-    """0: every trial ended and none errored; 1: some trials errored (fix, then ``--resume``);
-    3: every trial ended but none reached a result (all errored or diverged); 130: interrupted
-    (Ctrl-C) or not every trial ended (``--resume`` continues)."""
+def exit_status_of(outcome: SearchOutcome) -> int:
+    """A search's exit status (:mod:`ssot.cli`): 0 every trial ended and none errored; 1 some
+    trials errored (fix, then ``--resume``); 3 every trial ended but none reached a result (all
+    errored or diverged); 130 interrupted (Ctrl-C) or not every trial ended (``--resume`` continues)."""
     if outcome.status == RUNNING:
-        return EXIT_INTERRUPTED
+        return cli.EXIT_INTERRUPTED
     if outcome.best_config is None:
-        return EXIT_NOTHING_USABLE
-    return EXIT_ERRORED if outcome.status == ERRORED else EXIT_OK
+        return cli.EXIT_NO_RESULT
+    return cli.EXIT_FAILED if outcome.status == ERRORED else cli.EXIT_OK
 
 
 def expected_trials(info: dict[str, Any]) -> int:

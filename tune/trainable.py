@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from ray import tune
 
-from ssot.config import CONFIG_FIELDS, SSOTConfig
+from ssot.config import CONFIG_FIELDS, TASK_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import DivergedError
 from ssot.trainer import Trainer
@@ -79,10 +79,10 @@ def _number(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-#: The task data of the last trial this worker process ran, by :data:`TASK_FIELDS`: Ray reuses
-#: actors between trials (``reuse_actors=True``), so a trial of the same task skips rebuilding it.
+#: The task data of the last trial this worker process ran, by the config's ``task`` group
+#: (:data:`ssot.config.TASK_FIELDS`): Ray reuses actors between trials (``reuse_actors=True``), so
+#: a trial of the same task skips rebuilding it.
 _TASK_CACHE: dict[str, TaskData] = {}
-TASK_FIELDS = ("task", "data_root", "features_path", "image_size", "resize_size", "source_dir", "target_dir")
 
 
 def _task_of(config: SSOTConfig) -> TaskData:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ssot.errors import ResultsError
+from ssot.errors import ResultsError, SSOTError
 from ssot.results.experiment import Problem
 from ssot.results.record import RUNS_DIR, is_run_record
 from ssot.results.record import read_record as read_run_record
@@ -45,7 +45,7 @@ SOLVER_LABELS = {"net": "Net. Param. (ours)", "vector": "vector potential (SGD)"
 FEATURE_MAP_KEYS = ("xy", "label", "domain", "model", "models", "outlier_classes")
 
 
-class FigureError(ValueError):
+class FigureError(SSOTError, ValueError):
     """A record or file cannot be drawn (message: the problem and the fix, one line)."""
 
 

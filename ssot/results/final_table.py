@@ -35,12 +35,14 @@ from typing import Any
 
 import pandas as pd
 
+from ssot.data.registry import dataset_of
 from ssot.errors import ResultsError
 from ssot.results.paper import read_paper_accuracy
 from ssot.results.record import RunRecord, records, summarize
+from ssot.results.storage import check_output
 
-__all__ = ["COLUMNS", "task_row", "results_table", "format_mean_std", "to_markdown", "result_paths", "check_seeds",
-           "check_new", "write_results"]
+__all__ = ["COLUMNS", "CSV_NAME", "MARKDOWN_NAME", "task_row", "results_table", "format_mean_std", "to_markdown",
+           "result_paths", "write_results"]
 
 #: The columns of ``results.csv``, in order.
 COLUMNS: tuple[str, ...] = (
@@ -98,8 +100,6 @@ def task_row(task: str, runs: Sequence[Mapping[str, Any] | RunRecord], paper: pd
     if reported is not None:
         dataset = str(reported["dataset"])
     else:
-        from ssot.data import dataset_of
-
         dataset = dataset_of(task)
     return {
         "task": task,
@@ -184,21 +184,6 @@ def result_paths(out_dir: str | Path) -> tuple[Path, Path]:
     return out_dir / CSV_NAME, out_dir / MARKDOWN_NAME
 
 
-def check_seeds(seeds: Sequence[int]) -> None:
-    """Raise :class:`ResultsError` when ``seeds`` repeats a seed (each seed is one run record)."""
-    if len(set(seeds)) != len(seeds):
-        raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, seeds))} instead.")
-
-
-def check_new(paths: Sequence[Path],
-              hint: str = "move the old files away or choose another --out (results are never overwritten)") -> None:
-    """Raise :class:`ResultsError` naming the first of ``paths`` that exists, followed by ``hint``."""
-    existing = [p for p in paths if p.exists()]
-    if existing:
-        more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
-        raise ResultsError(f"{existing[0]} already exists{more}; {hint}.")
-
-
 def write_results(table: pd.DataFrame, out_dir: str | Path) -> tuple[Path, Path]:
     """Write ``results.csv`` and ``results.md`` into ``out_dir``; never overwrites either.
 
@@ -213,7 +198,7 @@ def write_results(table: pd.DataFrame, out_dir: str | Path) -> tuple[Path, Path]
         If either file already exists (checked before anything is written).
     """
     csv_path, md_path = result_paths(out_dir)
-    check_new([csv_path, md_path])
+    check_output(out_dir, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME])
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with open(csv_path, "x", newline="") as fh:
         table.to_csv(fh, index=False)

@@ -8,8 +8,9 @@ unset for AWS itself), ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` (or a pr
 ``~/.aws``) and ``AWS_DEFAULT_REGION`` (or ``AWS_REGION``). Every node of a Ray cluster writes
 there itself, so every node needs them (set them before ``ray start``).
 
-This module imports no Ray nor torch: ``analysis`` reads remote experiments through
-:func:`read_experiments`.
+It also owns the check of every output location before a command works (:func:`check_output`,
+local paths and URIs; the commands reach it as ``ssot.cli.check_output``). This module imports no
+Ray nor torch: ``analysis`` reads remote experiments through :func:`read_experiments`.
 """
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ssot.errors import ExternalError, ResultsError
+from ssot.errors import ExternalError, ResultsError, SSOTError
 from ssot.results import experiment as files
 
 #: The environment variables that locate and open S3-compatible storage (README, "Running on a cluster").
@@ -139,7 +140,7 @@ def check_storage(uri: str, what: str = "--storage-path") -> None:
 
     Writes and deletes a small probe object under ``uri``: an unreachable endpoint, a missing
     bucket, missing or wrong credentials and a read-only store all fail here, in one line.
-    Local paths are left to :func:`ssot.cli.check_output`.
+    Local paths are checked by :func:`check_output`.
 
     Raises
     ------
@@ -168,6 +169,93 @@ def check_storage(uri: str, what: str = "--storage-path") -> None:
         raise
     except (OSError, ValueError) as exc:  # pyarrow: OSError (network, auth), ValueError (bad URI)
         raise StorageError(f"{what} {uri} cannot be written: {_reason(exc)}. {hint}.") from None
+
+
+# ------------------------------------------------------------------------------------ output locations
+def check_output(location: str | os.PathLike[str], what: str, *, folder: bool, new: Iterable[str | os.PathLike[str]] = (),
+                 exists_ok: bool = False, hint: str | None = None) -> None:
+    """Refuse, before any work, an output location that cannot be used, by trying to create it.
+
+    Parameters
+    ----------
+    location : path-like or URI
+        Where the command writes: a folder (``folder=True``) or a file; it may not exist yet. A URI
+        (``s3://...``) is probed by writing and deleting an object
+        (:func:`check_storage`).
+    what : str
+        The argument that named it, for the messages (e.g. ``"--out"``).
+    folder : bool
+        Whether ``location`` is a folder.
+    new : iterable of path-like
+        Files the command will create (inside ``location`` when relative): each must not exist
+        yet, results are never overwritten.
+    exists_ok : bool
+        A file ``location`` may exist already (e.g. a database the command continues).
+    hint : str, optional
+        What to do about an existing file of ``new`` (default: move it away or choose another ``what``).
+
+    The folders missing on the way are created to try, and removed again, so a refused command
+    leaves nothing behind. Unlike ``os.access``, the try also fails for root on a read-only file
+    system.
+
+    Raises
+    ------
+    SSOTError
+        One line naming the location, what is in the way, and what to do.
+    """
+    if is_uri(location):
+        try:
+            check_storage(str(location), what)
+        except StorageError as exc:  # the user's to fix before any work: a usage error
+            raise SSOTError(str(exc)) from None
+        return
+    target = Path(location).expanduser().absolute()
+    existing = next(p for p in (target, *target.parents) if p.exists())
+    if existing != target and not existing.is_dir():
+        raise SSOTError(f"{what} {location} cannot be created: {existing} is a file, not a folder. Choose another {what}.")
+    if folder and existing == target and not target.is_dir():
+        raise SSOTError(f"{what} {location} is a file, not a folder. Choose another {what}.")
+    if not folder and existing == target:
+        if target.is_dir():
+            raise SSOTError(f"{what} {location} is a folder, not a file. Choose another {what}.")
+        if not exists_ok:
+            raise SSOTError(f"{what} {location} already exists; choose another {what} or move the old one away "
+                            "(results are never overwritten).")
+    base = target if folder else target.parent
+    paths = [base / p for p in map(Path, new)]
+    taken = [p for p in paths if p.exists()]
+    if taken:
+        more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
+        raise ResultsError(f"{taken[0]} already exists{more}; "
+                           f"{hint or f'move the old files away or choose another {what} (results are never overwritten)'}.")
+    _try_to_create(target, folder, what, location)
+
+
+def _try_to_create(target: Path, folder: bool, what: str, shown: Any) -> None:
+    """Create ``target`` (a folder, or an empty file) and remove it again, with the folders
+    missing on the way; a folder or file that exists already gets a probe file written beside."""
+    base = target if folder else target.parent
+    missing = [p for p in (base, *base.parents) if not p.exists()]  # deepest first
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+        if folder or target.exists():
+            fd, probe = tempfile.mkstemp(prefix=".ssot-write-check-", dir=base)
+            os.close(fd)
+            os.unlink(probe)
+        else:
+            with open(target, "x"):
+                pass
+            target.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise SSOTError(f"{what} {shown} cannot be written: {reason} ({exc.filename or target}). Choose another {what}.") from None
+    finally:
+        for path in missing:  # leave nothing behind
+            try:
+                path.rmdir()
+            except OSError:
+                pass
 
 
 # ------------------------------------------------------------------------------------ reading experiments
