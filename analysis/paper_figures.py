@@ -71,8 +71,7 @@ def _draw(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-paper-figures``): ``solvers`` / ``class-weights`` /
     ``feature-map``; the exit status of :mod:`ssot.cli`."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: draw(args))
+    return cli.command(build_parser(), draw, argv)
 
 
 if __name__ == "__main__":

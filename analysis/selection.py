@@ -56,8 +56,7 @@ def selection(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-selection``); the exit status of :mod:`ssot.cli`."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: selection(args))
+    return cli.command(build_parser(), selection, argv)
 
 
 if __name__ == "__main__":

@@ -53,8 +53,8 @@ def _bins(text: str) -> str | int | list[float]:
     return number
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Parse the command line."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
     parser = argparse.ArgumentParser(
         prog="python analysis/sensitivity.py",
         description="Draw the sensitivity dashboard of every experiment under RESULTS_DIR.",
@@ -83,29 +83,29 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "cell per grid value")
     parser.add_argument("--paper-csv", type=Path, default=None,
                         help="the paper's accuracies (default: ssot/paper_accuracy.csv)")
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-dashboard``); the exit status of :mod:`ssot.cli`."""
-    args = parse_args(argv)
+    return cli.command(build_parser(), dashboard, argv)
 
-    def work() -> int:
-        if args.out is not None:  # derived: replaced when it exists, but it must be writable
-            cli.check_output(args.out, "--out", folder=False, exists_ok=True)
-        result = build_dashboard(
-            args.results_dir, out=args.out, figures_dir=args.figures_dir,
-            images=not args.no_images, image_format=args.format, bins=args.bins,
-            image_backend=args.image_backend, paper_csv=args.paper_csv,
-        )
-        for problem in result.problems:
-            print(problem, file=sys.stderr)
-        print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
-        if result.images:
-            print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
-        return cli.EXIT_OK
 
-    return cli.run(work)
+def dashboard(args: argparse.Namespace) -> int:
+    """The command's work: check the output, :func:`analysis.dashboard.build_dashboard`, the problems on stderr."""
+    if args.out is not None:  # derived: replaced when it exists, but it must be writable
+        cli.check_output(args.out, "--out", folder=False, exists_ok=True)
+    result = build_dashboard(
+        args.results_dir, out=args.out, figures_dir=args.figures_dir,
+        images=not args.no_images, image_format=args.format, bins=args.bins,
+        image_backend=args.image_backend, paper_csv=args.paper_csv,
+    )
+    for problem in result.problems:
+        print(problem, file=sys.stderr)
+    print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
+    if result.images:
+        print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

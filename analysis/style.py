@@ -6,9 +6,13 @@ to matplotlib markers; so a trial looks the same in the dashboard and in a paper
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pandas as pd
+
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, RUNNING, STATUSES
 
-__all__ = ["STATUS_STYLE"]
+__all__ = ["STATUS_STYLE", "status_groups"]
 
 #: Line colour, marker (Plotly's symbol name) and end label of each trial status in the learning curves.
 STATUS_STYLE: dict[str, dict[str, str]] = {
@@ -19,3 +23,12 @@ STATUS_STYLE: dict[str, dict[str, str]] = {
     RUNNING: {"color": "#2ca02c", "symbol": "triangle-right", "end": "still running"},
 }
 assert set(STATUS_STYLE) == set(STATUSES)
+
+
+def status_groups(curves: pd.DataFrame) -> Iterator[tuple[str, dict[str, str], pd.DataFrame, int]]:
+    """``(status, style, rows, number of trials)`` of each status present in learning curves
+    (:func:`analysis.data.frames.learning_curves`), in the order of :data:`STATUS_STYLE`."""
+    for status, style in STATUS_STYLE.items():
+        group = curves[curves["status"] == status]
+        if len(group):
+            yield status, style, group, group["trial_id"].nunique()

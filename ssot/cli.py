@@ -42,7 +42,7 @@ Exit statuses (the same for every command)
        that keep their runs continue when run again.
 =====  ======================================================================================
 
-Every ``main`` runs its work through :func:`run`, which prints a user error
+Every ``main`` is :func:`command`: it parses the arguments and runs the work through :func:`run`, which prints a user error
 (:class:`ssot.errors.SSOTError`) as one line ``error: ...`` without a traceback and returns its
 status (:func:`exit_status`), and turns Ctrl-C into ``interrupted`` and 130.
 
@@ -71,14 +71,14 @@ from __future__ import annotations
 import argparse
 import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ssot.errors import ExternalError, ResultsError, SSOTError, one_line
 from ssot.results import storage
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NO_RESULT", "EXIT_EXTERNAL", "EXIT_INTERRUPTED", "exit_status",
-           "run", "check_output", "add_config_flags", "config_from_args", "add_seeds", "check_seeds", "add_device",
+           "run", "command", "runs_status", "check_output", "add_config_flags", "config_from_args", "add_seeds", "check_seeds", "add_device",
            "add_ray_flags", "add_trial_resources", "check_resources_args"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_RESULT, EXIT_EXTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -107,6 +107,25 @@ def run(body: Callable[[], int], *, interrupted: str = "") -> int:
     except KeyboardInterrupt:
         print("interrupted" + (f"; {interrupted}" if interrupted else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def runs_status(records: Iterable[Any]) -> int:
+    """0 when every run record completed, else 1 (some runs failed: :data:`EXIT_FAILED`)."""
+    return EXIT_OK if all(getattr(r, "completed", None) or (isinstance(r, dict) and r.get("status") == "completed")
+                          for r in records) else EXIT_FAILED
+
+
+def command(parser: argparse.ArgumentParser, work: Callable[[argparse.Namespace], int], argv: Sequence[str] | None = None, *,
+            interrupted: str = "", kept: Callable[[argparse.Namespace], Any] | None = None) -> int:
+    """A command's ``main``: parse ``argv`` with ``parser``, then :func:`run` ``work(args)``.
+
+    ``interrupted`` is what Ctrl-C adds to ``interrupted``; a command that keeps its finished runs
+    where ``kept(args)`` says (and continues there when run again) says so instead.
+    """
+    args = parser.parse_args(argv)
+    if kept is not None:
+        interrupted = f"finished runs are kept in {kept(args)}, rerun the same command to continue"
+    return run(lambda: work(args), interrupted=interrupted)
 
 
 # ------------------------------------------------------------------------------------ outputs

@@ -107,26 +107,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-feature-maps``); the exit status of :mod:`ssot.cli`."""
-    args = build_parser().parse_args(argv)
+    return cli.command(build_parser(), feature_maps, argv)
 
-    def work() -> int:
-        if args.out.suffix != ".npz":
-            raise SSOTError(f"The '--out' argument must end in .npz. Got {args.out.name!r} instead.")
-        cli.check_output(args.out, "--out", folder=False)
-        if args.per_domain < 5:
-            raise SSOTError(f"The '--per-domain' argument must be an int in [5, inf). Got {args.per_domain} instead.")
-        data = model_features(args.model, args.per_domain, args.seed)
-        xy, model = embed(data["features"], args.seed)
-        n, k = len(data["label"]), len(data["features"])
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "xb") as fh:
-            np.savez_compressed(fh, xy=xy, label=np.tile(data["label"], k), domain=np.tile(data["domain"], k), model=model,
-                                models=np.array(list(data["features"])),
-                                outlier_classes=np.array(data["outlier_classes"], dtype=int))
-        print(f"wrote {args.out} ({n} points per model, models: {', '.join(data['features'])})")
-        return cli.EXIT_OK
 
-    return cli.run(work)
+def feature_maps(args: argparse.Namespace) -> int:
+    """The command's work: check the output, compute both models' features, embed them, write the file."""
+    if args.out.suffix != ".npz":
+        raise SSOTError(f"The '--out' argument must end in .npz. Got {args.out.name!r} instead.")
+    cli.check_output(args.out, "--out", folder=False)
+    if args.per_domain < 5:
+        raise SSOTError(f"The '--per-domain' argument must be an int in [5, inf). Got {args.per_domain} instead.")
+    data = model_features(args.model, args.per_domain, args.seed)
+    xy, model = embed(data["features"], args.seed)
+    n, k = len(data["label"]), len(data["features"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "xb") as fh:
+        np.savez_compressed(fh, xy=xy, label=np.tile(data["label"], k), domain=np.tile(data["domain"], k), model=model,
+                            models=np.array(list(data["features"])), outlier_classes=np.array(data["outlier_classes"], dtype=int))
+    print(f"wrote {args.out} ({n} points per model, models: {', '.join(data['features'])})")
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

@@ -117,17 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point (``ssot-features``); the exit status of :mod:`ssot.cli`."""
-    args = build_parser().parse_args(argv)
+    return cli.command(build_parser(), features, argv, interrupted="no cache written")
 
-    def work() -> int:
-        cli.check_output(args.out, "--out", folder=False)
-        config = cli.config_from_args(args)
-        meta = build_feature_cache(config, args.out, views=args.views, progress=not args.quiet)
-        print(f"wrote {args.out} (task {config.task}, backbone {meta['backbone']}, weights {meta['weights_sha256'][:12]}, "
-              f"{args.views} augmented views); train on it with --features {args.out}")
-        return cli.EXIT_OK
 
-    return cli.run(work, interrupted="no cache written")
+def features(args: argparse.Namespace) -> int:
+    """The command's work: check the output, encode the task, write the cache."""
+    cli.check_output(args.out, "--out", folder=False)
+    config = cli.config_from_args(args)
+    meta = build_feature_cache(config, args.out, views=args.views, progress=not args.quiet)
+    print(f"wrote {args.out} (task {config.task}, backbone {meta['backbone']}, weights {meta['weights_sha256'][:12]}, "
+          f"{args.views} augmented views); train on it with --features {args.out}")
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

@@ -84,13 +84,12 @@ def train(args: argparse.Namespace) -> int:
     if args.out is not None:
         payload = records[0] if len(records) == 1 else {"config": records[0]["config"], "summary": summary, "runs": records}
         print(f"wrote {write_new(args.out, payload)}")  # never overwrites a result
-    return cli.EXIT_OK if all(r["status"] == "completed" for r in records) else cli.EXIT_FAILED
+    return cli.runs_status(records)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point (``ssot-train``); the exit status of :mod:`ssot.cli`."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: train(args))
+    return cli.command(build_parser(), train, argv)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ import pandas as pd
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot.config import SSOTConfig  # noqa: E402
 from ssot import cli  # noqa: E402
+from ssot.config import SSOTConfig  # noqa: E402
 from ssot.results.final_table import format_mean_std  # noqa: E402
+from ssot.results.markdown import markdown_table  # noqa: E402
 from ssot.results.record import RunRecord, mean_std, records, run_path  # noqa: E402
 from tune.final import Log, apply_overrides, train_on_ray  # noqa: E402
 
@@ -91,14 +92,8 @@ def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any] | RunRecord]
 def ablation_markdown(table: pd.DataFrame) -> str:
     """Rows: variants in the paper's order; columns: tasks; cells ``mean +- std`` (%)."""
     tasks = list(dict.fromkeys(table["task"]))
-    lines = ["| Method | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
-    for name in VARIANTS:
-        cells = []
-        for task in tasks:
-            row = table[(table["task"] == task) & (table["variant"] == name)].iloc[0]
-            cells.append(format_mean_std(row["mean"], row["std"]))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    cell = {(r["task"], r["variant"]): format_mean_std(r["mean"], r["std"]) for r in table.to_dict("records")}
+    return markdown_table(["Method", *tasks], [[name, *(cell[task, name] for task in tasks)] for name in VARIANTS])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,15 +124,13 @@ def ablation(args: argparse.Namespace) -> int:
         table.to_csv(fh, index=False)
     with open(md_path, "x") as fh:
         fh.write(ablation_markdown(table))
-    print(ablation_markdown(table), end="")
-    print(f"wrote {csv_path} and {md_path}")
-    return cli.EXIT_OK if all(r.completed for rs in by_variant.values() for r in rs) else cli.EXIT_FAILED
+    print(f"{ablation_markdown(table)}wrote {csv_path} and {md_path}")
+    return cli.runs_status(r for rs in by_variant.values() for r in rs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-ablation``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: ablation(args), interrupted=f"finished runs are kept in {args.out}, rerun the same command to continue")
+    return cli.command(build_parser(), ablation, argv, kept=lambda args: args.out)
 
 
 if __name__ == "__main__":

@@ -44,9 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def confirm(args: argparse.Namespace, out: Path) -> int:
+def _out(args: argparse.Namespace) -> Path:
+    return args.out if args.out is not None else Path(args.results_dir) / "confirmed"
+
+
+def confirm(args: argparse.Namespace) -> int:
     """The command's work: gather the candidates, check the outputs, run or reuse every (candidate,
     seed), write the table and the confirmed configs."""
+    out = _out(args)
     if storage.is_uri(args.results_dir) and args.out is None:
         raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder "
                            "to write the confirmation to.")
@@ -66,15 +71,12 @@ def confirm(args: argparse.Namespace, out: Path) -> int:
     paths = confirmation.write_confirmation(table, candidates, out)
     print(confirmation.to_markdown(table), end="")
     print(f"wrote {', '.join(map(str, paths))}")
-    return cli.EXIT_OK if all(r.completed for r in records.values()) else cli.EXIT_FAILED
+    return cli.runs_status(records.values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-confirm``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
-    args = build_parser().parse_args(argv)
-    out = args.out if args.out is not None else Path(args.results_dir) / "confirmed"
-    return cli.run(lambda: confirm(args, out),
-                   interrupted=f"finished runs are kept in {out / confirmation.RUNS_DIR}, rerun the same command to continue")
+    return cli.command(build_parser(), confirm, argv, kept=lambda args: _out(args) / confirmation.RUNS_DIR)
 
 
 if __name__ == "__main__":

@@ -39,10 +39,11 @@ from typing import Any
 
 import pandas as pd
 
+from ssot.cli import check_output
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished, read_experiment
-from ssot.cli import check_output
+from ssot.results.markdown import markdown_table
 from ssot.results.metrics import metric
 from ssot.results.record import RunRecord, mean_std
 from tune.export import read_candidates
@@ -184,15 +185,15 @@ def to_markdown(table: pd.DataFrame) -> str:
     """The table as GitHub Markdown: accuracies in percent, the confirmed pick in bold."""
     params = [c for c in table.columns if c not in COLUMNS]
     header = ["task", "rank in search", "trial", *params, "search (1 seed)", "confirmed: mean ± std", "seeds", "pick"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * (len(params) + 2) + ["---"] * 2) + "|"]
+    rows = []
     for row in table.to_dict("records"):
         unit = " %" if row["metric"].endswith("_acc") else ""
         mean_std = f"{_fmt(row['mean'], row['metric'])} ± {_fmt(row['std'], row['metric'])}{unit}"
         cells = [row["task"], str(row["search_rank"]), row["trial_id"], *(f"{row[p]:.4g}" for p in params),
                  f"{_fmt(row['search_value'], row['metric'])}{unit} (seed {row['search_seed']})",
                  f"**{mean_std}**" if row["confirmed"] else mean_std, row["seeds"], "confirmed" if row["confirmed"] else ""]
-        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append(cells)
+    return markdown_table(header, rows, "lll" + "r" * (len(params) + 2))
 
 
 def output_paths(out_dir: str | Path, tasks: Sequence[str]) -> list[Path]:

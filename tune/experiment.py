@@ -15,20 +15,21 @@ from typing import Any
 
 from ray import tune as ray_tune
 
+from ssot.cli import check_output
 from ssot.config import PATH_FIELDS, SSOTConfig
 from ssot.data import build_task
 from ssot.data.registry import dataset_of
-from ssot.cli import check_output
 from ssot.errors import ConfigError, SSOTError
 from ssot.results import metrics, storage
 from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from ssot.results.trials import ERRORED, RUNNING
 from tune import space as spaces
+
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
-from tune.live import (DropEndedCheckpoints, LiveOutputs, TrialLines, optuna_storage, public_url,  # noqa: F401
-                       study_name)
+from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
+from tune.study import check_study, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
@@ -65,7 +66,7 @@ class SearchOptions:
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
     metric: str = DEFAULT_METRIC  # what the search optimises and selects on (ssot.results.metrics)
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
-    optuna_storage: str | None = None  # database URL of the Optuna study (tune.live.optuna_storage), e.g. sqlite:///optuna.db
+    optuna_storage: str | None = None  # database URL of the Optuna study (tune.study.optuna_storage), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
     #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its
     #: last checkpoint before it counts as errored (Ray's FailureConfig.max_failures).
@@ -234,7 +235,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
     if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
-        _check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
+        check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
@@ -280,15 +281,6 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
         raise SSOTError(f"Cannot connect to the Ray cluster at --address {address}: nothing answers there within "
                         f"{timeout:g} s ({exc}). Start it (`ray start --head --port {port}`) or check the address "
                         "(`ray status` on the head node).") from None
-
-
-def _check_study(url: str, name: str, *, new: bool) -> None:
-    import optuna
-
-    names = optuna.study.get_all_study_names(optuna_storage(url))
-    if new and name in names:
-        raise SSOTError(f"--optuna-storage {url} already holds a study {name!r} (an earlier search of this name); "
-                        "choose another --name or another --optuna-storage, or pass --resume to continue that search.")
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,

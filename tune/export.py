@@ -30,8 +30,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot.config import SSOTConfig  # noqa: E402
 from ssot import cli  # noqa: E402
+from ssot.config import SSOTConfig  # noqa: E402
 from ssot.errors import ResultsError, SSOTError, one_line  # noqa: E402
 from ssot.results import storage  # noqa: E402
 from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, Experiment, check_finished, read_experiment  # noqa: E402
@@ -208,16 +208,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-export``); the exit status of :mod:`ssot.cli`."""
-    args = build_parser().parse_args(argv)
+    return cli.command(build_parser(), export, argv)
 
-    def work() -> int:
-        report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
-                                     warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
-        for item in report.exported:
-            print(_describe(item))
-        return cli.EXIT_OK
 
-    return cli.run(work)
+def export(args: argparse.Namespace) -> int:
+    """The command's work: :func:`export_best_configs`, one line per exported config."""
+    report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
+                                 warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
+    for item in report.exported:
+        print(_describe(item))
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

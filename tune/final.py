@@ -27,8 +27,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot.config import RUNTIME_FIELDS, SSOTConfig  # noqa: E402
 from ssot import cli  # noqa: E402
+from ssot.config import RUNTIME_FIELDS, SSOTConfig  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
 from ssot.results.final_table import result_paths, results_table, to_markdown, write_results  # noqa: E402
 from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new  # noqa: E402
@@ -271,13 +271,12 @@ def final(args: argparse.Namespace) -> int:
     csv_path, md_path = write_results(table, args.out)
     print(to_markdown(table), end="")
     print(f"wrote {csv_path} and {md_path}")
-    return cli.EXIT_OK if all(r.completed for rs in records.values() for r in rs) else cli.EXIT_FAILED
+    return cli.runs_status(r for rs in records.values() for r in rs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-final``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: final(args), interrupted=f"finished runs are kept in {args.out / RUNS_DIR}, rerun the same command to continue")
+    return cli.command(build_parser(), final, argv, kept=lambda args: args.out / RUNS_DIR)
 
 
 if __name__ == "__main__":

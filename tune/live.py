@@ -1,4 +1,4 @@
-"""Live views of a running search: the tidy files after each finished trial, and an Optuna study.
+"""Live views of a running search: the tidy files after each finished trial.
 
 ``trials.csv`` and ``best_config.json`` (the best trial *so far*, under the best-trial rule of
 :mod:`ssot.results.trials`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
@@ -6,16 +6,13 @@
 ``tune/confirm.py`` refuses it until it finishes) as it goes. The final files are written when
 the search ends (:func:`tune.outputs.write_outputs`).
 
-``--optuna-storage sqlite:///PATH`` keeps the TPE/random searcher's Optuna study in a database
-(:func:`optuna_storage`), so that ``optuna-dashboard sqlite:///PATH`` shows the search live;
-the study's name is ``<experiment name>/<task>`` (:func:`study_name`).
+The other live view of a search, its Optuna study in a database, is :mod:`tune.study`.
 
 The search's other callbacks live here too: :class:`TrialLines` (one printed line per ended or
 restarted trial) and :class:`DropEndedCheckpoints` (checkpoints of ended trials removed).
 """
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,56 +21,10 @@ from typing import Any
 import pandas as pd
 from ray import tune as ray_tune
 
-from ssot.cli import check_output
-from ssot.errors import ConfigError
 from ssot.results import storage
 from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
 from ssot.results.trials import COMPLETED, RUNNING
 from tune.outputs import best_config, collect, trial_frame
-
-#: Database URLs an Optuna study can be stored at (SQLAlchemy's form ``dialect[+driver]://...``).
-STORAGE_URL = re.compile(r"^(sqlite|postgresql|mysql)(\+\w+)?://")
-
-
-def optuna_storage(url: str) -> Any:
-    """The Optuna storage at ``url``, created (with its tables) now, so a bad URL fails before the search.
-
-    Raises
-    ------
-    ConfigError
-        If ``url`` is not a database URL (``sqlite:///PATH``, ``postgresql://...``,
-        ``mysql://...``), a sqlite file cannot be created there, or the database refuses it.
-    """
-    import optuna
-
-    hint = "Use e.g. sqlite:///optuna.db (three slashes, then a path)"
-    if not isinstance(url, str) or not STORAGE_URL.match(url):
-        raise ConfigError(f"The '--optuna-storage' parameter must be a database URL such as sqlite:///PATH. Got {url!r} instead. {hint}.")
-    if url.startswith("sqlite"):
-        path = url.split(":///", 1)[1] if ":///" in url else ""
-        if not path or path.startswith(":memory:"):
-            raise ConfigError(f"The '--optuna-storage' parameter must name a sqlite file, sqlite:///PATH. Got {url!r} instead. {hint}.")
-        if Path(path).is_dir():
-            raise ConfigError(f"--optuna-storage {url}: {path} is a folder, not a database file. {hint}.")
-        check_output(path, "--optuna-storage", folder=False, exists_ok=True)  # a study continues in its database
-    try:
-        return optuna.storages.RDBStorage(url)
-    except Exception as exc:  # noqa: BLE001 - SQLAlchemy and drivers raise many kinds
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"--optuna-storage {url} cannot be opened as an Optuna storage ({first}). {hint}.") from None
-
-
-def public_url(url: str) -> str:
-    """``url`` as ``experiment.json`` records it: a password in it is masked (``***``)."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
-
-def study_name(experiment_name: str, task: str) -> str:
-    """The Optuna study of one task's search: ``<experiment name>/<task>``."""
-    return f"{experiment_name}/{task}"
-
 
 class LiveOutputs(ray_tune.Callback):
     """Rewrite ``trials.csv`` and ``best_config.json`` atomically after each finished trial.

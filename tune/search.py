@@ -173,8 +173,7 @@ def search(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point (``ssot-search``): the worst status of the searches
     (:func:`tune.outputs.exit_status_of`, the table of :mod:`ssot.cli`)."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: search(args), interrupted="rerun with --resume to continue")
+    return cli.command(build_parser(), search, argv, interrupted="rerun with --resume to continue")
 
 
 if __name__ == "__main__":

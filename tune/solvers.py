@@ -28,6 +28,7 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
 
 from ssot import cli  # noqa: E402
 from ssot.config import OT_SOLVERS, SSOTConfig  # noqa: E402
+from ssot.results.markdown import markdown_table  # noqa: E402
 from ssot.results.record import RunRecord, records  # noqa: E402
 from tune.ablation import run_variants  # noqa: E402
 from tune.final import apply_overrides  # noqa: E402
@@ -44,14 +45,14 @@ def table_path(out_dir: str | Path) -> Path:
 def solver_table(by_solver: dict[str, list[dict[str, Any] | RunRecord]]) -> str:
     """Markdown: solver, final target accuracy (%) and last-epoch OT value of the runs with an
     adaptation epoch, time per epoch (s)."""
-    lines = ["| OT solver | target acc (%) | OT value, last epoch | time / epoch (s) |", "|---|---:|---:|---:|"]
+    rows = []
     for name, runs in by_solver.items():
         done = [r for r in records(runs) if r.epochs]
         acc = statistics.fmean(100 * r.final_acc for r in done) if done else float("nan")
         val = statistics.fmean(r.epochs[-1]["ot_value"] for r in done) if done else float("nan")
         t = statistics.fmean(e["time_s"] for r in done for e in r.epochs) if done else float("nan")
-        lines.append(f"| {name} | {acc:.1f} | {val:.4g} | {t:.2f} |")
-    return "\n".join(lines) + "\n"
+        rows.append([name, f"{acc:.1f}", f"{val:.4g}", f"{t:.2f}"])
+    return markdown_table(["OT solver", "target acc (%)", "OT value, last epoch", "time / epoch (s)"], rows, "lrrr")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,13 +85,12 @@ def solvers(args: argparse.Namespace) -> int:
         fh.write(table)
     print(table, end="")
     print(f"wrote {md}; draw the figure with: python analysis/paper_figures.py solvers {out} --out {out / 'solvers.png'}")
-    return cli.EXIT_OK if all(r.completed for rs in by_solver.values() for r in rs) else cli.EXIT_FAILED
+    return cli.runs_status(r for rs in by_solver.values() for r in rs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-solvers``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
-    args = build_parser().parse_args(argv)
-    return cli.run(lambda: solvers(args), interrupted="finished runs are kept, rerun the same command to continue")
+    return cli.command(build_parser(), solvers, argv, kept=lambda args: args.out or "solvers_<task>")
 
 
 if __name__ == "__main__":

@@ -28,9 +28,9 @@ from ray import tune
 from ssot.config import CONFIG_FIELDS, TASK_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import DivergedError
-from ssot.trainer import Trainer
 from ssot.results import storage
 from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
+from ssot.trainer import Trainer
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
 REPORTED = ("epoch", *REPORTED_METRICS)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ssot.results import storage
+from ssot.results.markdown import markdown_table
 from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
 
 ORACLE = "target_acc"
@@ -168,13 +169,12 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def to_markdown(summ: pd.DataFrame) -> str:
     """The summary as a Markdown table (regret in points, mean +- std over experiments)."""
-    lines = ["| task | selection | validator | experiments | regret (points) | Spearman | Kendall |",
-             "|---|---|---|---|---|---|---|"]
+    rows = []
     for r in summ.itertuples():
         std = "" if r.regret_std != r.regret_std else f" +- {r.regret_std:.1f}"
         corr = [("" if v != v else f"{v:.2f}") for v in (r.spearman, r.kendall)]
-        lines.append(f"| {r.task} | {r.selection} | {r.validator} | {r.experiments} | {r.regret_mean:.1f}{std} | {corr[0]} | {corr[1]} |")
-    return "\n".join(lines) + "\n"
+        rows.append([r.task, r.selection, r.validator, r.experiments, f"{r.regret_mean:.1f}{std}", *corr])
+    return markdown_table(["task", "selection", "validator", "experiments", "regret (points)", "Spearman", "Kendall"], rows)
 
 
 def read_experiments(results_dir: str | os.PathLike[str]) -> list[tuple[dict, pd.DataFrame]]:

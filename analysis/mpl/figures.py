@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.data.bins import HeatmapInfo, heatmap_notes
 from analysis.data.frames import curves_subtitle
 from analysis.data.views import view_subtitle
-from analysis.style import STATUS_STYLE
+from analysis.style import status_groups
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -120,11 +120,7 @@ def learning_curves_figure_mpl(
         _empty(figure, "no epoch recorded")
         return figure
     ax = figure.add_subplot()
-    for status, style in STATUS_STYLE.items():
-        group = curves[curves["status"] == status]
-        if group.empty:
-            continue
-        n_trials = group["trial_id"].nunique()
+    for status, style, group, n_trials in status_groups(curves):
         for number, (_, trial) in enumerate(group.groupby("trial_id", sort=False)):
             ax.plot(trial["epoch"], 100 * trial["target_acc"], color=style["color"], lw=1.0,
                     alpha=0.55, label=f"{status} ({n_trials})" if number == 0 else None)

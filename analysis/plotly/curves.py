@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from analysis.data.frames import curves_subtitle
 from analysis.plotly.style import TEMPLATE, empty_figure, figure_title
-from analysis.style import STATUS_STYLE
+from analysis.style import status_groups
 
 __all__ = ["learning_curves_figure"]
 
@@ -52,11 +52,7 @@ def learning_curves_figure(
     if curves.empty:
         return empty_figure(title, subtitle, "no epoch recorded")
     figure = go.Figure()
-    for status, style in STATUS_STYLE.items():
-        group = curves[curves["status"] == status]
-        if group.empty:
-            continue
-        n_trials = group["trial_id"].nunique()
+    for status, style, group, n_trials in status_groups(curves):
         line = _with_gaps(group, ["epoch", "target_acc", "trial_id", "config"])
         acc = [None if v is None else 100 * v for v in line["target_acc"]]
         figure.add_trace(

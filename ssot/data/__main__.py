@@ -63,21 +63,22 @@ def _run_check(root: Path, datasets: list[str] | None, sample: int | None, quiet
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point (``ssot-data``); the exit status of :mod:`ssot.cli`."""
-    args = _parser().parse_args(argv)
+    return cli.command(_parser(), data, argv, interrupted="a partial download is kept and resumed by the same command")
+
+
+def data(args: argparse.Namespace) -> int:
+    """The command's work: check the data root, or fetch a dataset and check it."""
     from ssot.data.benchmarks import resolve_data_root
     from ssot.data.check import DEFAULT_SAMPLE
     from ssot.data.fetch import fetch_dataset
 
-    def work() -> int:
-        if args.command == "check":
-            root = resolve_data_root(args.data_root)
-            return _run_check(root, args.dataset, None if args.all_images else args.sample, args.quiet)
-        root = Path(args.data_root).expanduser() if args.data_root else resolve_data_root(None)
-        fetch_dataset(args.dataset, root, archive_paths=args.archive, mirror=args.mirror, sha256=args.sha256,
-                      progress=not args.no_progress, keep_download=args.keep_download)
-        return cli.EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=False)
-
-    return cli.run(work, interrupted="a partial download is kept and resumed by the same command")
+    if args.command == "check":
+        root = resolve_data_root(args.data_root)
+        return _run_check(root, args.dataset, None if args.all_images else args.sample, args.quiet)
+    root = Path(args.data_root).expanduser() if args.data_root else resolve_data_root(None)
+    fetch_dataset(args.dataset, root, archive_paths=args.archive, mirror=args.mirror, sha256=args.sha256,
+                  progress=not args.no_progress, keep_download=args.keep_download)
+    return cli.EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=False)
 
 
 if __name__ == "__main__":

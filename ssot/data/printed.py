@@ -205,9 +205,9 @@ def _only(x: torch.Tensor, y: torch.Tensor, classes: list[int]) -> tuple[torch.T
 def build_printed_task(name: str) -> TaskData:
     """A task of the registry's ``embedded`` dataset (``P2H``, ``H2P``, or a reference ``H2H``/``P2P``)."""
     spec_task = task(name)
-    if spec_task.dataset != "embedded":
+    halves = {"printed": _printed_half, "handwritten": _handwritten_half}  # the domains of the embedded spec
+    if {spec_task.source, spec_task.target} - set(halves):
         raise ValueError(f"Unknown printed-digits task {name!r}. Valid tasks: {', '.join(DATASETS['embedded'].tasks)}.")
-    halves = {"printed": _printed_half, "handwritten": _handwritten_half}
     xs, ys = halves[spec_task.source]("A")
     if spec_task.reference_of is not None:  # target-supervised: the source holds the target's classes only
         xs, ys = _only(xs, ys, TARGET_CLASSES)

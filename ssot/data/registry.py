@@ -128,13 +128,14 @@ class DatasetSpec:
 @dataclass(frozen=True)
 class TaskSpec:
     """One adaptation task: ``source`` and ``target`` are domain folder names of ``dataset``
-    (``""`` for a task whose domains are not named, e.g. ``custom``)."""
+    (``""`` for a task whose domains are not named, e.g. ``custom``); a reference task trains on
+    the target domain's labels."""
 
     name: str
     dataset: str
     source: str
     target: str
-    reference_of: str | None = None
+    reference_of: str | None  # the task whose target-supervised reference (ceiling) it is
 
     @property
     def spec(self) -> DatasetSpec:

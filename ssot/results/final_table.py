@@ -37,6 +37,7 @@ import pandas as pd
 
 from ssot.data.registry import dataset_of
 from ssot.errors import ResultsError
+from ssot.results.markdown import markdown_table
 from ssot.results.paper import read_paper_accuracy
 from ssot.results.record import RunRecord, records, summarize
 from ssot.results.storage import check_output
@@ -164,17 +165,11 @@ def to_markdown(table: pd.DataFrame) -> str:
     """
     header = ["task", "dataset", "seeds", "SSOT (ours, %)", "source-only (ours, %)", "SSOT (paper, %)",
               "source-only (paper, %)", "ours - paper", "statuses"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * 5 + ["---"]) + "|"]
-    for row in table.to_dict("records"):
-        cells = [
-            str(row["task"]), str(row["dataset"]), str(row["seeds"]),
-            format_mean_std(row["ssot_acc_mean"], row["ssot_acc_std"]),
-            format_mean_std(row["source_only_acc_mean"], row["source_only_acc_std"]),
-            _fmt(row["paper_ssot_acc"]), _fmt(row["paper_source_only_acc"]),
-            _fmt(row["delta_vs_paper"], "+.1f"), str(row["statuses"]),
-        ]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [[row["task"], row["dataset"], row["seeds"], format_mean_std(row["ssot_acc_mean"], row["ssot_acc_std"]),
+             format_mean_std(row["source_only_acc_mean"], row["source_only_acc_std"]), _fmt(row["paper_ssot_acc"]),
+             _fmt(row["paper_source_only_acc"]), _fmt(row["delta_vs_paper"], "+.1f"), row["statuses"]]
+            for row in table.to_dict("records")]
+    return markdown_table(header, rows, "lllrrrrrl")
 
 
 # ------------------------------------------------------------------------------------ files
