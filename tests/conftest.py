@@ -38,10 +38,11 @@ def digits_task():
 
 @pytest.fixture
 def quick_config() -> Callable[..., Any]:
-    """``quick_config(**overrides)``: the digits config of a quick run (:data:`tests.fixtures.QUICK`) with ``overrides``."""
-    from ssot.config import SSOTConfig
+    """``quick_config(**overrides)``: the digits config of a quick run (:data:`tests.fixtures.QUICK`) with
+    ``overrides`` (:func:`tests.fixtures.experiments.quick_config`)."""
+    from tests.fixtures import experiments
 
-    return lambda **overrides: SSOTConfig.for_task("digits", **{**QUICK, **overrides})
+    return experiments.quick_config
 
 
 @pytest.fixture

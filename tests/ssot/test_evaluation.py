@@ -6,12 +6,11 @@ import math
 
 import pytest
 
-from ssot import SSOTConfig, Trainer
+from ssot import Trainer
 from ssot.evaluation import split_source
 from ssot.train import main
 from ssot.validators import EPOCH_VALIDATORS
 
-QUICK = dict(epochs=2, pretrain_epochs=1, iters_per_epoch=3)
 
 
 def test_every_epoch_carries_every_validator(tmp_path):
@@ -28,11 +27,11 @@ def test_every_epoch_carries_every_validator(tmp_path):
     assert record["task"]["n_source_holdout"] == round(0.1 * record["task"]["n_source"])
 
 
-def test_validators_match_the_validator_functions_on_the_same_pass(digits_task):
+def test_validators_match_the_validator_functions_on_the_same_pass(quick_config, digits_task):
     from ssot import evaluation
     from ssot import validators as V
 
-    trainer = Trainer(SSOTConfig.for_task("digits", **QUICK), digits_task)
+    trainer = Trainer(quick_config(epochs=2), digits_task)
     metrics = trainer.evaluate()
     target = evaluation.collect(trainer, digits_task.target_eval)
     assert metrics["snd"] == pytest.approx(V.snd(target.probs))
@@ -41,11 +40,11 @@ def test_validators_match_the_validator_functions_on_the_same_pass(digits_task):
     assert trainer.record["target_pred"] == target.probs.argmax(1).tolist()
 
 
-def test_held_out_source_is_disjoint_and_never_trained_on(digits_task):
+def test_held_out_source_is_disjoint_and_never_trained_on(quick_config, digits_task):
     train, held = split_source(digits_task, 0.2, seed=3)
     assert len(held) == round(0.2 * len(digits_task.source)) and len(train) + len(held) == len(digits_task.source)
     assert not set(train.indices) & set(held.indices)
-    trainer = Trainer(SSOTConfig.for_task("digits", source_holdout=0.2, seed=3, **QUICK), digits_task)
+    trainer = Trainer(quick_config(epochs=2, source_holdout=0.2, seed=3), digits_task)
     assert trainer.source_train.indices == train.indices
     assert set(trainer.source_eval_subset.dataset.indices) == set(held.indices)
     full, same = split_source(digits_task, 0.0, seed=3)

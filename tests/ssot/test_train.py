@@ -12,12 +12,11 @@ from ssot.train import main
 from tests.fixtures import REPO
 from tests.fixtures.images import make_office31
 
-QUICK = ["--epochs", "1", "--pretrain-epochs", "1", "--iters-per-epoch", "3", "--quiet"]
 
 
-def test_single_run_writes_the_run_record(tmp_path, capsys):
+def test_single_run_writes_the_run_record(quick_flags, tmp_path, capsys):
     out = tmp_path / "run.json"
-    assert main(["--task", "digits", *QUICK, "--lambda-ot", "0.5", "--out", str(out)]) == 0
+    assert main(["--task", "digits", *quick_flags, "--lambda-ot", "0.5", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
     assert record["config"]["lambda_ot"] == 0.5 and record["config"]["task"] == "digits"
     assert set(record["config"]) == set(SSOTConfig().to_dict())
@@ -27,9 +26,9 @@ def test_single_run_writes_the_run_record(tmp_path, capsys):
     assert "source-only target_acc" in printed and "final target_acc" in printed
 
 
-def test_config_file_with_seeds_reports_mean_and_std(tmp_path, capsys):
+def test_config_file_with_seeds_reports_mean_and_std(quick_config, tmp_path, capsys):
     cfg = tmp_path / "best.json"
-    SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=1, iters_per_epoch=3, lambda_ent=0.2).to_json(cfg)
+    quick_config(lambda_ent=0.2).to_json(cfg)
     out = tmp_path / "final.json"
     assert main(["--config", str(cfg), "--seeds", "0", "1", "--quiet", "--out", str(out)]) == 0
     payload = json.loads(out.read_text())
@@ -39,10 +38,10 @@ def test_config_file_with_seeds_reports_mean_and_std(tmp_path, capsys):
     assert "2 seeds: target_acc" in capsys.readouterr().out
 
 
-def test_existing_output_is_never_overwritten(tmp_path, capsys):
+def test_existing_output_is_never_overwritten(quick_flags, tmp_path, capsys):
     out = tmp_path / "run.json"
     out.write_text("precious")
-    assert main(["--task", "digits", *QUICK, "--out", str(out)]) == 2
+    assert main(["--task", "digits", *quick_flags, "--out", str(out)]) == 2
     assert out.read_text() == "precious"
     assert "already exists" in capsys.readouterr().err
 
@@ -67,11 +66,11 @@ def test_process_exit_code_and_message(tmp_path):
     assert proc.stderr.startswith("error: ") and "nowhere" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_a2w_trains_end_to_end_from_the_office31_folder_layout(tmp_path):
+def test_a2w_trains_end_to_end_from_the_office31_folder_layout(quick_flags, tmp_path):
     root = make_office31(tmp_path / "data", per_class=2)
     out = tmp_path / "a2w.json"
     code = main(["--task", "A2W", "--data-root", str(root), "--no-pretrained", "--image-size", "32", "--resize-size", "36",
-                 "--batch-size", "8", "--num-workers", "0", "--device", "cpu", "--eval-batch-size", "32", *QUICK,
+                 "--batch-size", "8", "--num-workers", "0", "--device", "cpu", "--eval-batch-size", "32", *quick_flags,
                  "--out", str(out)])
     assert code == 0
     record = json.loads(out.read_text())
@@ -80,12 +79,12 @@ def test_a2w_trains_end_to_end_from_the_office31_folder_layout(tmp_path):
     assert record["status"] == "completed" and len(record["epochs"]) == 1
 
 
-def test_an_unreadable_image_is_one_line_even_from_a_loader_worker(tmp_path, capsys):
+def test_an_unreadable_image_is_one_line_even_from_a_loader_worker(quick_flags, tmp_path, capsys):
     root = make_office31(tmp_path / "data", per_class=1)
     bad = next((root / "office31" / "webcam" / "images" / "mug").iterdir())
     bad.write_bytes(b"not an image")
     code = main(["--task", "A2W", "--data-root", str(root), "--no-pretrained", "--image-size", "32", "--resize-size", "36",
-                 "--batch-size", "8", "--num-workers", "1", "--device", "cpu", *QUICK])
+                 "--batch-size", "8", "--num-workers", "1", "--device", "cpu", *quick_flags])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert f"cannot read image {bad}" in err and "Traceback" not in err

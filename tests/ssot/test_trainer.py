@@ -106,8 +106,8 @@ def test_resuming_from_a_checkpoint_repeats_the_uninterrupted_run(digits_task):
         assert a["loss_total"] == pytest.approx(b["loss_total"], rel=1e-6)
 
 
-def test_the_progress_bar_does_not_change_the_run(digits_task):
-    cfg = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=1, iters_per_epoch=5)
+def test_the_progress_bar_does_not_change_the_run(quick_config, digits_task):
+    cfg = quick_config(iters_per_epoch=5)
     quiet = Trainer(cfg, digits_task, progress=False).fit()
     shown = Trainer(cfg, digits_task, progress=True).fit()
     assert quiet["source_only_target_acc"] == shown["source_only_target_acc"]
@@ -124,8 +124,8 @@ def test_divergence_is_recorded_with_its_reason(digits_task):
     {"use_class_weights": False}, {"use_mask": False}, {"lambda_ent": 0.0}, {"eps": 0.0},
     {"g_steps": 3}, {"pt_refresh": 2}, {"precision": "bf16"}, {"mask_scale": 32.0},
 ])
-def test_ablations_and_options_run(digits_task, changes):
-    cfg = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=1, iters_per_epoch=4, **changes)
+def test_ablations_and_options_run(quick_config, digits_task, changes):
+    cfg = quick_config(iters_per_epoch=4, **changes)
     record = run(cfg, task=digits_task)
     assert record["status"] == "completed"
     if changes.get("use_class_weights") is False:

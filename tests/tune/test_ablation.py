@@ -33,8 +33,8 @@ def test_table_is_mean_and_sample_std_in_percent():
 
 
 @pytest.mark.slow  # Ray start + 4 tiny runs: ~40 s alone, more on a loaded machine
-def test_ablation_command_through_ray_resumes_and_never_overwrites(tmp_path, capsys):
-    cfg = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=1, iters_per_epoch=2, source_eval_samples=64)
+def test_ablation_command_through_ray_resumes_and_never_overwrites(quick_config, tmp_path, capsys):
+    cfg = quick_config(iters_per_epoch=2, source_eval_samples=64)
     cfg.to_json(tmp_path / "best.json")
     out = tmp_path / "abl"
     argv = ["--config", str(tmp_path / "best.json"), "--seeds", "0", "--out", str(out), "--num-cpus", "2"]

@@ -10,17 +10,17 @@ import pytest
 
 from ssot.config import SSOTConfig
 from tests.fixtures import REPO
-from tests.fixtures.experiments import tiny_config, write_export_searches, write_finished_experiment
+from tests.fixtures.experiments import write_export_searches, write_finished_experiment
 from tune import export, final
 
 
-def test_export_picks_the_best_experiment_skips_running_and_refuses_overwrite(searches, tmp_path, capsys):
+def test_export_picks_the_best_experiment_skips_running_and_refuses_overwrite(quick_config, searches, tmp_path, capsys):
     out = tmp_path / "configs"
     assert export.main([str(searches["root"]), "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert [p.name for p in out.iterdir()] == ["digits.json"]
     exported = SSOTConfig.from_json(out / "digits.json")
-    assert exported == tiny_config(lambda_ot=0.5)  # exp_a, not the worse exp_b nor the running exp_c
+    assert exported == quick_config(lambda_ot=0.5)  # exp_a, not the worse exp_b nor the running exp_c
     assert json.loads((out / "digits.json").read_text()) == exported.to_dict()
     printed = captured.out.strip().splitlines()
     assert len(printed) == 1 and "digits" in printed[0] and "0.8000" in printed[0]
@@ -58,11 +58,11 @@ def test_export_runs_as_a_script_from_the_repo_root(searches, tmp_path):
     assert SSOTConfig.from_json(out / "digits.json").lambda_ot == 0.5
 
 
-def test_export_and_final_refuse_an_out_that_is_or_lies_under_a_file(a_file, tmp_path, capsys):
+def test_export_and_final_refuse_an_out_that_is_or_lies_under_a_file(quick_config, a_file, tmp_path, capsys):
     assert export.main([str(tmp_path), "--out", str(a_file / "configs")]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
     config = tmp_path / "digits.json"
-    SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=1, iters_per_epoch=2).to_json(config)
+    quick_config(iters_per_epoch=2).to_json(config)
     assert final.main([str(config), "--seeds", "0", "--out", str(a_file)]) == 2  # refused before the seed is trained
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a file, not a folder" in err[0]

@@ -9,7 +9,7 @@ import pytest
 
 import ssot.trainer
 from ssot.results import final_table as results
-from tests.fixtures.experiments import tiny_config, write_export_searches
+from tests.fixtures.experiments import write_export_searches
 from tune import export, final
 
 
@@ -55,14 +55,14 @@ def test_final_runs_write_records_and_tables_reuse_records_and_never_overwrite(s
     assert len(err) == 1 and "epochs=1 instead of 2" in err[0] and not (out / "results.csv").exists()
 
 
-def test_final_user_errors_are_one_line(tmp_path, capsys):
+def test_final_user_errors_are_one_line(quick_config, tmp_path, capsys):
     assert final.main([str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
     assert final.main([str(tmp_path), "--out", str(tmp_path / "o")]) == 2  # a folder without configs
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"task": "digits", "eps": -1}))
     assert final.main([str(bad), "--out", str(tmp_path / "o")]) == 2
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    tiny_config().to_json(a); tiny_config(seed=3).to_json(b)
+    quick_config().to_json(a); quick_config(seed=3).to_json(b)
     assert final.main([str(a), str(b), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 4 and all(line.startswith("error:") for line in err)
