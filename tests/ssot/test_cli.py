@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import tomllib
 
 from ssot import cli
 from ssot.config import CONFIG_FIELDS, DEVICES, SSOTConfig
@@ -92,6 +91,7 @@ def test_shared_flags_are_the_same_everywhere():
 
 
 def _scripts() -> dict[str, str]:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
 
 
