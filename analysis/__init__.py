@@ -1,7 +1,21 @@
-"""Read finished (or running) searches from disk and draw their sensitivity dashboards.
+"""Read finished (or running) searches and draw their sensitivity dashboards.
 
-The analysis never trains and never imports torch, Ray or ``ssot``: it only reads the files that
-``tune/`` writes, through their one owner :mod:`tune.schema` (standard library and pandas).
+The analysis never trains and never imports torch or Ray: it reads the files that ``tune/`` and
+the training commands write through their one owner, :mod:`ssot.results` (standard library and
+pandas), and imports nothing from ``tune``. Laid out by concept:
+
+:mod:`analysis.data`
+    pure data, no drawing: experiments with their hyperparameter specs, per-trial frames, views
+    (ASHA rungs, final, best), heatmap bins, importances, marginal effects, the selection regret,
+    the paper's analyses read from run records.
+:mod:`analysis.plotly`, :mod:`analysis.mpl`
+    figure builders by backend, over the same info objects (as Optuna's ``visualization`` and
+    ``visualization.matplotlib``); :mod:`analysis.style` holds what both share.
+:mod:`analysis.dashboard`
+    the HTML page, its sections and its static figures.
+
+Commands: ``python analysis/sensitivity.py`` (the dashboard), ``python analysis/selection.py``
+(regret tables), ``python analysis/paper_figures.py`` (the paper's figures).
 
 Data first (pure functions returning frames and info objects)::
 
@@ -13,13 +27,12 @@ Data first (pure functions returning frames and info objects)::
                         mode="epoch5")
 
 then figures (``heatmap_figure(info)``, or ``heatmap_figure_mpl(info)`` with matplotlib for
-papers, ...) and the whole dashboard
-(``build_dashboard("ray_results")``, also ``python analysis/sensitivity.py ray_results``).
+papers, ...) and the whole dashboard (``build_dashboard("ray_results")``).
 """
 
 from analysis.dashboard import DashboardResult, build_dashboard, export_images
-from analysis.bins import AxisBins, HeatmapInfo, axis_bins, heatmap_info
-from analysis.experiments import (
+from analysis.data.bins import AxisBins, HeatmapInfo, axis_bins, heatmap_info
+from analysis.data.experiments import (
     AnalysisError,
     Experiment,
     NoExperimentsError,
@@ -28,12 +41,7 @@ from analysis.experiments import (
     load_experiment,
     load_experiments,
 )
-from analysis.figures import (
-    heatmap_figure,
-    learning_curves_figure,
-)
-from analysis.figures_trials import importance_figure, parallel_figure
-from analysis.frames import (
+from analysis.data.frames import (
     MODE_LABELS,
     MODES,
     best_trial,
@@ -44,12 +52,16 @@ from analysis.frames import (
     source_only_accuracy,
     trial_table,
 )
-from analysis.figures_mpl import heatmap_figure_mpl, learning_curves_figure_mpl
-from analysis.figures_views import importances_figure, marginal_figure
-from analysis.importance import MIN_TRIALS, ImportanceInfo, importance_info, importance_infos
-from analysis.marginal import MarginalInfo, marginal_infos
-from analysis.views import View, default_view, experiment_views, view_results
-from analysis.paper import paper_accuracy_path, read_paper_accuracy
+from analysis.data.importance import MIN_TRIALS, ImportanceInfo, importance_info, importance_infos
+from analysis.data.marginal import MarginalInfo, marginal_infos
+from analysis.data.views import View, default_view, experiment_views, view_results
+from analysis.mpl.figures import heatmap_figure_mpl, learning_curves_figure_mpl
+from analysis.plotly.curves import learning_curves_figure
+from analysis.plotly.heatmap import heatmap_figure
+from analysis.plotly.importance import importance_figure, importances_figure
+from analysis.plotly.marginal import marginal_figure
+from analysis.plotly.parallel import parallel_figure
+from ssot.results.paper import paper_accuracy_path, read_paper_accuracy
 
 __all__ = [
     "AnalysisError",

@@ -1,156 +1,77 @@
-"""The paper's analysis figures, drawn from run-record JSON files only (matplotlib, PNG/PDF).
+"""Draw the paper's analysis figures from run-record JSON files (matplotlib, PNG/PDF/SVG).
 
-- :func:`solver_figure`: OT value per epoch and time per epoch of runs that differ in
-  ``ot_solver`` (the paper's "Optimization comparison");
-- :func:`class_weight_figure`: estimated target class proportions per epoch against the true
-  ones, outlier classes marked, and the mass left on outlier classes (the paper's "Class weight
-  visualization");
-- :func:`feature_map_figure`: a t-SNE embedding file (``tune/feature_maps.py``) drawn per model,
-  coloured by class, marked by domain, outlier classes grey.
-
-A run record is the JSON that ``python -m ssot.train --out`` and ``tune/final.py`` write. This
-module never imports torch or ssot.
+The figures are :mod:`analysis.mpl.paper` (OT solvers, class weights vs truth, feature maps); a
+run record is the JSON that ``python -m ssot.train --out`` and ``tune/final.py`` write. This
+command never imports torch. ``solvers`` also takes folders: every run record under them (the
+``OUT`` of ``tune/solvers.py``).
 
     python analysis/paper_figures.py solvers RUN.json [RUN.json ...] --out solvers.png
     python analysis/paper_figures.py class-weights RUN.json --out class_weights.png
+    python analysis/paper_figures.py solvers solvers_digits --out solvers_digits/solvers.png
     python analysis/paper_figures.py feature-map tsne.npz --out tsne.png
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import matplotlib
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-if __package__ in (None, ""):  # run as a script: make the repository root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from analysis.paper_info import (  # noqa: E402  (re-exported: the figures' inputs)
-    FigureError,
-    class_weight_info,
-    estimated_proportions,
-    feature_map_panels,
-    read_feature_map,
-    read_record,
-    solver_info,
-)
-
-__all__ = ["FigureError", "read_record", "estimated_proportions", "class_weight_figure", "solver_figure",
-           "feature_map_figure", "main"]
-
-Record = Mapping[str, Any]
-
-
-def class_weight_figure(record: Record) -> plt.Figure:
-    """(a) estimated vs true proportion per class over epochs (outliers dashed red); (b) the
-    final estimate beside the truth as bars, with the final outlier mass in the title
-    (content: :func:`analysis.paper_info.class_weight_info`)."""
-    info = class_weight_info(record)
-    est, true, K = info.estimate, info.truth, len(info.truth)
-    outliers = set(info.outliers)
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
-    palette = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 3]  # red is for outliers
-    colour = {k: palette[i % len(palette)] for i, k in enumerate(k for k in range(K) if k not in outliers)}
-    for k in range(K):
-        outlier = k in outliers
-        ax.plot(info.epochs, est[:, k], ls="--" if outlier else "-", color="tab:red" if outlier else colour[k],
-                lw=1.2, label=f"{info.names[k]}{' (outlier)' if outlier else ''}")
-        if not outlier:
-            ax.axhline(true[k], color=colour[k], lw=0.6, ls=":")
-    ax.set(xlabel="epoch (0 = source-only)", ylabel="estimated target proportion", title="estimate per class (dotted: truth)")
-    ax.legend(fontsize=7, ncol=2)
-    x = np.arange(K)
-    bx.bar(x - 0.2, true, 0.4, label="true (oracle)", color="0.6")
-    bx.bar(x + 0.2, est[-1], 0.4, label="SSOT estimate", color=["tab:red" if k in outliers else "tab:blue" for k in range(K)])
-    bx.set_xticks(x, info.names, rotation=45 if K > 12 else 0, fontsize=7)
-    bx.set(ylabel="target proportion", title=f"final epoch; mass on outlier classes {info.outlier_mass:.3f}")
-    bx.legend(fontsize=8)
-    fig.suptitle(info.title)
-    fig.tight_layout()
-    return fig
-
-
-def solver_figure(records: Sequence[Record]) -> plt.Figure:
-    """(a) OT value per epoch and (b) mean time per epoch (s) of runs with different ``ot_solver``
-    (content: :func:`analysis.paper_info.solver_info`)."""
-    curves = solver_info(records)
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for c in curves:
-        ax.plot(c.epochs, c.values, marker="o", ms=3, label=c.label)
-    ax.set(xlabel="epoch", ylabel="OT value (epoch mean)", title="OT value")
-    ax.legend(fontsize=8)
-    bx.bar([c.label for c in curves], [c.time_per_epoch for c in curves], color="tab:blue")
-    for i, c in enumerate(curves):
-        bx.text(i, c.time_per_epoch, f"{c.time_per_epoch:.1f}", ha="center", va="bottom", fontsize=8)
-    bx.set(ylabel="time per epoch (s)", title="time per adaptation epoch")
-    bx.tick_params(axis="x", labelsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def feature_map_figure(data: Mapping[str, Any]) -> plt.Figure:
-    """One panel per model of a t-SNE file: ``o`` source, ``+`` target, colour = class, outlier
-    classes grey (content: :func:`analysis.paper_info.feature_map_panels`)."""
-    panels = feature_map_panels(data)
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.6), squeeze=False)
-    cmap = plt.get_cmap("tab10")
-    for ax, panel in zip(axes[0], panels):
-        for dom in (0, 1):
-            sel = panel.domain == dom
-            colours = ["0.75" if o else cmap(int(c) % 10) for c, o in zip(panel.label[sel], panel.outlier[sel])]
-            if dom == 0:
-                ax.scatter(panel.xy[sel, 0], panel.xy[sel, 1], marker="o", s=12, lw=0.7, facecolors="none", edgecolors=colours)
-            else:
-                ax.scatter(panel.xy[sel, 0], panel.xy[sel, 1], marker="+", s=20, lw=0.8, c=colours)
-        ax.set(title=f"{panel.model}  (o source, + target, grey: outlier classes)", xticks=[], yticks=[])
-    fig.tight_layout()
-    return fig
+from analysis.data.paper_runs import FigureError, class_weight_info, find_paper_inputs, read_feature_map, read_record  # noqa: E402
+from analysis.mpl.paper import class_weight_figure, feature_map_figure, solver_figure  # noqa: E402
+from matplotlib import pyplot as plt  # noqa: E402  (the Agg backend: analysis.mpl.paper chose it)
+from ssot import cli  # noqa: E402
 
 
 def _save(fig: plt.Figure, out: Path) -> Path:
-    if out.exists():
-        raise FigureError(f"{out} already exists; choose another --out (figures are never overwritten).")
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise FigureError(f"The '--out' argument must end in .png, .pdf or .svg. Got {out.name!r} instead.")
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)
     plt.close(fig)
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``solvers`` / ``class-weights`` / ``feature-map`` sub-commands; 0, or 2 on a user error."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/paper_figures.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("figure", choices=("solvers", "class-weights", "feature-map"))
-    parser.add_argument("inputs", nargs="+", type=Path, help="run records (JSON), or one t-SNE file (.npz)")
+    parser.add_argument("inputs", nargs="+", type=Path, help="run records (JSON; solvers: also folders of them), or one t-SNE file (.npz)")
     parser.add_argument("--out", type=Path, required=True, help="the figure (.png, .pdf or .svg); never overwritten")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def draw(args: argparse.Namespace) -> int:
+    """The command's work: check the output, read the inputs, draw and write the figure."""
     try:
-        if args.out.exists():
-            raise FigureError(f"{args.out} already exists; choose another --out (figures are never overwritten).")
-        if args.figure == "feature-map":
-            if not args.inputs[0].is_file():
-                raise FigureError(f"The t-SNE file {args.inputs[0]} does not exist. Write it with tune/feature_maps.py.")
-            fig = feature_map_figure(read_feature_map(args.inputs[0]))
-        elif args.figure == "solvers":
-            fig = solver_figure([read_record(p) for p in args.inputs])
-        else:
-            record = read_record(args.inputs[0])
-            fig = class_weight_figure(record)
-            info = class_weight_info(record)
-            so = info.estimate[0, info.outliers].sum() if info.epochs[0] == 0 else float("nan")
-            print(f"final mass on outlier classes: {info.outlier_mass:.4f} (source-only {so:.4f})")
-        print(f"wrote {_save(fig, args.out)}")
-    except (FigureError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        return _draw(args)
+    except KeyError as exc:  # a record without a key its figure needs
+        raise FigureError(f"The input of the {args.figure} figure lacks {exc}. Pass run records written by --out.") from None
+
+
+def _draw(args: argparse.Namespace) -> int:
+    if args.out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise FigureError(f"The '--out' argument must end in .png, .pdf or .svg. Got {args.out.name!r} instead.")
+    cli.check_output(args.out, "--out", folder=False)
+    if args.figure == "feature-map":
+        if not args.inputs[0].is_file():
+            raise FigureError(f"The t-SNE file {args.inputs[0]} does not exist. Write it with python -m ssot.feature_maps.")
+        fig = feature_map_figure(read_feature_map(args.inputs[0]))
+    elif args.figure == "solvers":
+        fig = solver_figure([r for p in args.inputs for r in (find_paper_inputs(p).records.values() if p.is_dir() else [read_record(p)])])
+    else:
+        record = read_record(args.inputs[0])
+        fig, info = class_weight_figure(record), class_weight_info(record)
+        so = info.estimate[0, info.outliers].sum() if info.epochs[0] == 0 else float("nan")
+        print(f"final mass on outlier classes: {info.outlier_mass:.4f} (source-only {so:.4f})")
+    print(f"wrote {_save(fig, args.out)}")
+    return cli.EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``ssot-paper-figures``): ``solvers`` / ``class-weights`` /
+    ``feature-map``; the exit status of :mod:`ssot.cli`."""
+    return cli.command(build_parser(), draw, argv)
 
 
 if __name__ == "__main__":

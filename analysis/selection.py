@@ -2,251 +2,61 @@
 
     python analysis/selection.py RESULTS_DIR            # -> RESULTS_DIR/selection.csv, selection.md
     python analysis/selection.py RESULTS_DIR --out DIR
+    python analysis/selection.py s3://bucket/ssot --out DIR   # experiments in object storage
 
-Two selection problems, kept apart as in BenchmarkPDA (Salvador et al., TMLR 2023):
-
-*hyperparameter selection*
-    over the completed trials of one search, each validator picks the trial whose *final-epoch*
-    score is best (in the validator's direction); the oracle picks the highest final-epoch
-    target accuracy. ``regret = 100 (acc_oracle - acc_picked)`` points. Rank correlations
-    (Spearman, Kendall) between the direction-signed validator and the accuracy over the trials.
-    ``ensv`` (agreement with the majority vote of all completed trials' final predictions) is
-    added when ``trials.csv`` carries the final predictions (column ``target_pred``).
-*epoch selection*
-    within each completed trial, each validator picks an epoch; the oracle the epoch with the best
-    accuracy; the regret is averaged over trials. ``last_epoch`` (the paper's protocol: report the
-    last epoch) is a selector too.
-
-Validator directions come from ``experiment.json`` (``validator_directions``, written by the
-search): the analysis never imports torch, Ray or ``ssot``. Everything below the command line is
-a pure function of a per-(trial, epoch) DataFrame with columns ``trial_id``, ``epoch``,
-``status``, ``target_acc`` and the validator columns.
+The tables are computed by :mod:`analysis.data.selection` (hyperparameter and epoch selection,
+BenchmarkPDA's split); existing files are never overwritten.
 """
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-import pandas as pd
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-if __package__ in (None, ""):  # run as a script: make the repository root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from analysis.data.selection import CSV_NAME, MARKDOWN_NAME, read_experiments, selection_table, summary, to_markdown  # noqa: E402
+from ssot import cli  # noqa: E402
+from ssot.errors import ResultsError  # noqa: E402
+from ssot.results import storage  # noqa: E402
 
-from tune import schema  # noqa: E402
-
-ORACLE = "target_acc"
-SELECTION_COLUMNS = ["task", "experiment", "selection", "validator", "direction", "n", "picked_acc", "oracle_acc",
-                     "regret", "spearman", "kendall"]
-CSV_NAME, MARKDOWN_NAME = "selection.csv", "selection.md"
-
-
-def _completed(frame: pd.DataFrame) -> pd.DataFrame:
-    done = frame[frame["status"] == "completed"].copy()
-    done["epoch"] = pd.to_numeric(done["epoch"], errors="coerce")
-    return done.dropna(subset=["epoch"]).sort_values(["trial_id", "epoch"], kind="stable")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+                        help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix (then --out is required)")
+    parser.add_argument("--out", type=Path, help="output folder (default RESULTS_DIR); existing files are never overwritten")
+    return parser
 
 
-def _signed(values: pd.Series, direction: str) -> pd.Series:
-    """Scores turned so that higher is better."""
-    values = pd.to_numeric(values, errors="coerce")
-    return values if direction == "max" else -values
-
-
-def ensv_scores(final: pd.DataFrame) -> pd.Series:
-    """EnsV of each trial from space-separated final predictions (majority vote of all trials)."""
-    preds = final["target_pred"].map(lambda s: np.array([int(v) for v in str(s).split()]))
-    lengths = preds.map(len)
-    if preds.empty or lengths.nunique() != 1 or lengths.iloc[0] == 0:
-        return pd.Series(np.nan, index=final.index)
-    labels = np.stack(preds.to_list())
-    k = int(labels.max()) + 1
-    votes = np.zeros((labels.shape[1], k), dtype=np.int64)
-    for row in labels:
-        votes[np.arange(labels.shape[1]), row] += 1
-    ens = votes.argmax(1)
-    return pd.Series((labels == ens).mean(1), index=final.index)
-
-
-def _rank_corr(score: pd.Series, acc: pd.Series) -> tuple[float, float]:
-    ok = score.notna() & acc.notna()
-    if ok.sum() < 3 or score[ok].nunique() < 2 or acc[ok].nunique() < 2:
-        return math.nan, math.nan
-    pair = pd.DataFrame({"s": score[ok], "a": acc[ok]})
-    return float(pair["s"].corr(pair["a"], method="spearman")), float(pair["s"].corr(pair["a"], method="kendall"))
-
-
-def hyperparameter_selection(frame: pd.DataFrame, directions: Mapping[str, str]) -> pd.DataFrame:
-    """One row per validator: the accuracy of the trial it picks at the final epoch vs the oracle.
-
-    Parameters
-    ----------
-    frame : per-(trial, epoch) rows with ``trial_id``, ``epoch``, ``status``, ``target_acc``
-        and validator columns (``target_pred``, optional, for EnsV).
-    directions : validator -> ``"max"`` / ``"min"``.
-
-    Returns
-    -------
-    DataFrame with columns ``validator, direction, n, picked_acc, oracle_acc, regret`` (points),
-    ``spearman, kendall``. Ties between trials go to the first trial in ``trial_id`` order.
-    """
-    final = _completed(frame).groupby("trial_id", sort=True).tail(1).reset_index(drop=True)
-    acc = pd.to_numeric(final[ORACLE], errors="coerce") if ORACLE in final else pd.Series(dtype=float)
-    dirs = dict(directions)
-    if "target_pred" in final and final["target_pred"].notna().all() and len(final):
-        final["ensv"] = ensv_scores(final)
-        dirs.setdefault("ensv", "max")
-    rows = []
-    oracle = float(acc.max()) if len(acc) and acc.notna().any() else math.nan
-    for name, direction in dirs.items():
-        if name == ORACLE or name not in final:
-            continue
-        score = _signed(final[name], direction)
-        if not score.notna().any():
-            continue
-        picked = float(acc.loc[score.idxmax()]) if len(acc) else math.nan
-        rho, tau = _rank_corr(score, acc)
-        rows.append({"validator": name, "direction": direction, "n": int(score.notna().sum()), "picked_acc": picked,
-                     "oracle_acc": oracle, "regret": 100 * (oracle - picked), "spearman": rho, "kendall": tau})
-    return pd.DataFrame(rows, columns=SELECTION_COLUMNS[3:])
-
-
-def epoch_selection(frame: pd.DataFrame, directions: Mapping[str, str]) -> pd.DataFrame:
-    """One row per validator (and ``last_epoch``): mean over completed trials of the accuracy at
-    the epoch it picks, of the best epoch's accuracy, and the mean regret in points.
-
-    ``spearman``/``kendall`` are the mean within-trial rank correlations over epochs.
-    """
-    done = _completed(frame)
-    selectors = {"last_epoch": "max", **{k: v for k, v in directions.items() if k != ORACLE and k in done}}
-    rows = []
-    for name, direction in selectors.items():
-        picked, best, rhos, taus = [], [], [], []
-        for _, trial in done.groupby("trial_id", sort=True):
-            acc = pd.to_numeric(trial[ORACLE], errors="coerce")
-            score = trial["epoch"].astype(float) if name == "last_epoch" else _signed(trial[name], direction)
-            if not score.notna().any() or not acc.notna().any():
-                continue
-            picked.append(float(acc.loc[score.idxmax()]))
-            best.append(float(acc.max()))
-            if name != "last_epoch":
-                rho, tau = _rank_corr(score, acc)
-                rhos.append(rho); taus.append(tau)
-        if not picked:
-            continue
-        rows.append({"validator": name, "direction": direction, "n": len(picked), "picked_acc": float(np.mean(picked)),
-                     "oracle_acc": float(np.mean(best)), "regret": 100 * float(np.mean(np.subtract(best, picked))),
-                     "spearman": float(np.nanmean(rhos)) if any(r == r for r in rhos) else math.nan,
-                     "kendall": float(np.nanmean(taus)) if any(t == t for t in taus) else math.nan})
-    return pd.DataFrame(rows, columns=SELECTION_COLUMNS[3:])
-
-
-def selection_table(experiments: Sequence[tuple[Mapping, pd.DataFrame]]) -> pd.DataFrame:
-    """Both selections for every ``(experiment.json dict, trials frame)``, in :data:`SELECTION_COLUMNS`."""
-    parts = []
-    for info, frame in experiments:
-        dirs = info.get("validator_directions") or {}
-        for kind, fn in (("hyperparameter", hyperparameter_selection), ("epoch", epoch_selection)):
-            part = fn(frame, dirs)
-            part.insert(0, "selection", kind)
-            part.insert(0, "experiment", info.get("name", ""))
-            part.insert(0, "task", info.get("task", ""))
-            parts.append(part)
-    if not parts:
-        return pd.DataFrame(columns=SELECTION_COLUMNS)
-    return pd.concat(parts, ignore_index=True)[SELECTION_COLUMNS]
-
-
-def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Cross-experiment summary: per (task, selection, validator) the mean and std of the regret
-    and the mean rank correlations, over experiments (e.g. search seeds); sorted by mean regret."""
-    grouped = table.groupby(["task", "selection", "validator"], sort=False)
-    out = grouped.agg(experiments=("regret", "size"), regret_mean=("regret", "mean"), regret_std=("regret", "std"),
-                      spearman=("spearman", "mean"), kendall=("kendall", "mean")).reset_index()
-    return out.sort_values(["task", "selection", "regret_mean"], kind="stable").reset_index(drop=True)
-
-
-def to_markdown(summ: pd.DataFrame) -> str:
-    """The summary as a Markdown table (regret in points, mean +- std over experiments)."""
-    lines = ["| task | selection | validator | experiments | regret (points) | Spearman | Kendall |",
-             "|---|---|---|---|---|---|---|"]
-    for r in summ.itertuples():
-        std = "" if r.regret_std != r.regret_std else f" +- {r.regret_std:.1f}"
-        corr = [("" if v != v else f"{v:.2f}") for v in (r.spearman, r.kendall)]
-        lines.append(f"| {r.task} | {r.selection} | {r.validator} | {r.experiments} | {r.regret_mean:.1f}{std} | {corr[0]} | {corr[1]} |")
-    return "\n".join(lines) + "\n"
-
-
-def regret_html(meta: Mapping[str, Any], trials: pd.DataFrame) -> str:
-    """The dashboard's "label-free selection" block of one experiment: what each validator's pick
-    costs against the oracle (hyperparameter and epoch selection), or "" when the experiment
-    recorded no validator or has no completed trial."""
-    import html
-
-    dirs = meta.get("validator_directions") or {}
-    parts = []
-    for label, table in (("hyperparameter", hyperparameter_selection(trials, dirs)),
-                         ("epoch", epoch_selection(trials, dirs))):
-        if table.empty:
-            continue
-        rows = "".join(
-            f"<tr><td>{html.escape(str(r.validator))}</td><td>{html.escape(str(r.direction))}</td><td>{r.n}</td>"
-            f"<td>{100 * r.picked_acc:.1f}</td><td>{100 * r.oracle_acc:.1f}</td><td>{r.regret:.1f}</td>"
-            f"<td>{'' if r.spearman != r.spearman else f'{r.spearman:.2f}'}</td></tr>"
-            for r in table.sort_values("regret").itertuples())
-        parts.append(f"<h4>{label} selection</h4><table class=\"regret\"><tr><th>validator</th><th>better</th>"
-                     f"<th>n</th><th>picked acc. (%)</th><th>oracle (%)</th><th>regret (points)</th>"
-                     f"<th>Spearman</th></tr>{rows}</table>")
-    if not dirs or not parts:
-        return ""
-    return ("<h3>Label-free selection: regret against the oracle</h3><p class=\"note\">What each validator's "
-            "choice would cost in target accuracy against picking by target labels (completed trials only; "
-            "python analysis/selection.py writes the same as CSV and Markdown).</p>" + "".join(parts))
-
-
-def read_experiments(results_dir: Path) -> list[tuple[dict, pd.DataFrame]]:
-    """Every experiment under ``results_dir`` with its usable ``trials.csv`` rows, read through
-    the one results-format reader (:mod:`tune.schema`); experiments without rows are skipped."""
-    found = []
-    for folder in schema.find_experiments(results_dir):
-        files = schema.read_experiment(folder)
-        if files.meta is not None and files.trials is not None:
-            found.append((files.meta, files.trials))
-    return found
+def selection(args: argparse.Namespace) -> int:
+    """The command's work: check the outputs, read the experiments, write the tables."""
+    if storage.is_uri(args.results_dir) and args.out is None:
+        raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder to write the tables to.")
+    out = args.out or Path(args.results_dir)
+    cli.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME])
+    try:
+        experiments = read_experiments(args.results_dir)
+    except storage.StorageError as exc:
+        raise ResultsError(str(exc)) from None
+    table = selection_table(experiments)
+    if table.empty:
+        raise ResultsError(f"no experiment with validator scores under {args.results_dir}; run tune/search.py first.")
+    summ = summary(table)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / CSV_NAME, "x", newline="") as fh:
+        table.to_csv(fh, index=False)
+    with open(out / MARKDOWN_NAME, "x") as fh:
+        fh.write(to_markdown(summ))
+    print(to_markdown(summ), end="")
+    print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
+    return cli.EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="folder searched recursively for experiment.json")
-    parser.add_argument("--out", type=Path, help="output folder (default RESULTS_DIR); existing files are never overwritten")
-    args = parser.parse_args(argv)
-    out = args.out or args.results_dir
-    paths = [out / CSV_NAME, out / MARKDOWN_NAME]
-    existing = [p for p in paths if p.exists()]
-    if existing:
-        print(f"error: {existing[0]} already exists; move it away or choose another --out (results are never overwritten).", file=sys.stderr)
-        return 2
-    if not args.results_dir.is_dir():
-        print(f"error: RESULTS_DIR {args.results_dir} is not a folder; pass the --storage-path of a search.", file=sys.stderr)
-        return 2
-    experiments = read_experiments(args.results_dir)
-    table = selection_table(experiments)
-    if table.empty:
-        print(f"error: no experiment with validator scores under {args.results_dir}; run tune/search.py first.", file=sys.stderr)
-        return 2
-    summ = summary(table)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(paths[0], "x", newline="") as fh:
-        table.to_csv(fh, index=False)
-    with open(paths[1], "x") as fh:
-        fh.write(to_markdown(summ))
-    print(to_markdown(summ), end="")
-    print(f"wrote {paths[0]} and {paths[1]} ({len(experiments)} experiments)")
-    return 0
+    """Command line entry point (``ssot-selection``); the exit status of :mod:`ssot.cli`."""
+    return cli.command(build_parser(), selection, argv)
 
 
 if __name__ == "__main__":

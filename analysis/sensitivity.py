@@ -13,12 +13,12 @@ A search still running is drawn as far as it got, with a banner saying that it i
 
 The dashboard also draws the paper's other analyses found under RESULTS_DIR (run records of
 ``tune/ablation.py``, ``tune/solvers.py``, ``tune/final.py`` or ``--out``, and t-SNE files of
-``tune/feature_maps.py``): class weights vs the truth, OT solvers, feature maps
-(:mod:`analysis.dashboard_paper`); a folder holding only those is drawn too.
+``python -m ssot.feature_maps``): class weights vs the truth, OT solvers, feature maps
+(:mod:`analysis.dashboard.paper_section`); a folder holding only those is drawn too.
 
 Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
 stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
-A folder without any readable experiment is an error (exit code 2).
+A folder without any readable experiment is an error (exit status 2, :mod:`ssot.cli`).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the repository root importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR, build_dashboard  # noqa: E402
-from analysis.experiments import AnalysisError  # noqa: E402
-from analysis.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
+from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
+from ssot import cli  # noqa: E402
 
 
 def _bins(text: str) -> str | int | list[float]:
@@ -53,8 +53,8 @@ def _bins(text: str) -> str | int | list[float]:
     return number
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Parse the command line."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
     parser = argparse.ArgumentParser(
         prog="python analysis/sensitivity.py",
         description="Draw the sensitivity dashboard of every experiment under RESULTS_DIR.",
@@ -83,29 +83,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              "cell per grid value")
     parser.add_argument("--paper-csv", type=Path, default=None,
                         help="the paper's accuracies (default: ssot/paper_accuracy.csv)")
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code."""
-    args = parse_args(argv)
-    try:
-        result = build_dashboard(
-            args.results_dir, out=args.out, figures_dir=args.figures_dir,
-            images=not args.no_images, image_format=args.format, bins=args.bins,
-            image_backend=args.image_backend,
-            paper_csv=args.paper_csv,
-        )
-    except AnalysisError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """Command line entry point (``ssot-dashboard``); the exit status of :mod:`ssot.cli`."""
+    return cli.command(build_parser(), dashboard, argv)
+
+
+def dashboard(args: argparse.Namespace) -> int:
+    """The command's work: check the output, :func:`analysis.dashboard.build_dashboard`, the problems on stderr."""
+    if args.out is not None:  # derived: replaced when it exists, but it must be writable
+        cli.check_output(args.out, "--out", folder=False, exists_ok=True)
+    result = build_dashboard(
+        args.results_dir, out=args.out, figures_dir=args.figures_dir,
+        images=not args.no_images, image_format=args.format, bins=args.bins,
+        image_backend=args.image_backend, paper_csv=args.paper_csv,
+    )
     for problem in result.problems:
         print(problem, file=sys.stderr)
     print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
     if result.images:
         print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
-    return 0
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -26,7 +26,7 @@ def write_jpegs(root: Path, per_class: int, size: int = 300) -> Path:
     import numpy as np
     from PIL import Image
 
-    from ssot.data.benchmarks import DATASETS
+    from ssot.data.registry import DATASETS
 
     rng = np.random.default_rng(0)
     for domain in ("amazon", "webcam"):

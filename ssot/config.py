@@ -2,9 +2,34 @@
 
 Every hyperparameter of the method lives here with its paper default. The search space
 (``tune/``), the exported best configs and the ``python -m ssot.train`` command all speak these
-field names. A config is validated where it enters (:meth:`SSOTConfig.validate`, called by
-:meth:`SSOTConfig.from_dict`), with messages of the form
-``The 'eps' parameter must be a float in [0, inf). Got -1.0 instead.``
+field names.
+
+Each field is declared once, with its default, its constraint, its groups and its help, as
+``dataclasses.field`` metadata (:func:`param`, in the spirit of scikit-learn's
+``_parameter_constraints``). Everything else is derived from the declarations: validation
+(:meth:`SSOTConfig.validate`, called by :meth:`SSOTConfig.from_dict`, with messages of the form
+``The 'eps' parameter must be a float in [0, inf). Got -1.0 instead.``), the command-line flags
+and their help (:func:`ssot.cli.add_config_flags`), the ``Parameters`` section of
+:class:`SSOTConfig`'s docstring, and the field groups (:func:`fields_in`):
+
+``searched``
+    the paper's searched hyperparameters, in display order (:data:`SEARCHED_FIELDS`);
+``pretraining``
+    what source pretraining depends on: runs that agree on them share one pretrained model
+    (:data:`PRETRAINING_FIELDS`, the trainer's cache key);
+``task``
+    what the task data depends on: a worker reuses the data of a trial of the same task
+    (:data:`TASK_FIELDS`);
+``path``
+    local paths, made absolute before a search sends them to other nodes (:data:`PATH_FIELDS`);
+``runtime``
+    where or how fast a run executes, not what it computes: a reused run record may differ in
+    them (:data:`RUNTIME_FIELDS`).
+
+Adding a field is one declaration. Cross-field rules (the ``sinkhorn`` solver needs ``eps > 0``;
+``features_path`` goes with the ``features`` backbone; ResNet-50 does not fit a dataset of 8x8
+images) are explicit checks at the end of :meth:`SSOTConfig.validate`; a task's defaults come
+from its dataset's spec (:mod:`ssot.data.registry`).
 
 Decisions on the points the paper leaves open (see README, "Open points of the paper"):
 
@@ -31,11 +56,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
+from ssot.data import registry
 from ssot.errors import ConfigError
+from ssot.results.record import is_run_record
 
 #: Backbones the model factory knows (``"features"``: inputs are precomputed backbone features).
 BACKBONES = ("resnet50", "digits_cnn", "features")
@@ -43,147 +72,249 @@ DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16")
 #: Values of ``ot_solver`` (the solvers live in :mod:`ssot.solvers`; kept here so config stays torch-free).
 OT_SOLVERS = ("net", "vector", "sinkhorn")
+#: The field groups (module docstring).
+GROUPS = ("searched", "pretraining", "task", "path", "runtime")
+
+
+# ------------------------------------------------------------------------------------ constraints
+@dataclass(frozen=True)
+class Interval:
+    """A number of ``kind`` (int or float) in an interval; ``None`` bounds are infinite."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: Literal["both", "left", "right", "neither"] = "left"
+
+    def describe(self) -> str:
+        name = "an int" if self.kind is int else "a float"
+        left = "[" if self.closed in ("both", "left") and self.low is not None else "("
+        right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{name} in {left}{low}, {high}{right}"
+
+    def check(self, name: str, value: Any) -> Any:
+        if self.kind is int and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        ok = isinstance(value, (int, float) if self.kind is float else int) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value)
+        if ok and self.low is not None:
+            ok = value >= self.low if self.closed in ("both", "left") else value > self.low
+        if ok and self.high is not None:
+            ok = value <= self.high if self.closed in ("both", "right") else value < self.high
+        if not ok:
+            raise ConfigError(f"The '{name}' parameter must be {self.describe()}. Got {value!r} instead.")
+        return self.kind(value)
+
+    def flag(self) -> dict[str, Any]:
+        return {"type": self.kind}
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a few strings."""
+
+    values: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"one of {', '.join(map(repr, self.values))}"
+
+    def check(self, name: str, value: Any) -> Any:
+        if value not in self.values:
+            raise ConfigError(f"The '{name}' parameter must be {self.describe()}. Got {value!r} instead.")
+        return value
+
+    def flag(self) -> dict[str, Any]:
+        return {"type": str, "metavar": "{" + ",".join(self.values) + "}"}
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """``True`` or ``False`` (a ``--flag`` / ``--no-flag`` pair on the command line)."""
+
+    def describe(self) -> str:
+        return "true or false"
+
+    def check(self, name: str, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise ConfigError(f"The '{name}' parameter must be true or false. Got {value!r} instead.")
+        return value
+
+    def flag(self) -> dict[str, Any]:
+        import argparse
+
+        return {"action": argparse.BooleanOptionalAction}
+
+
+@dataclass(frozen=True)
+class PositiveInts:
+    """A non-empty-or-empty sequence of positive ints (kept as a tuple)."""
+
+    def describe(self) -> str:
+        return "a list of positive ints"
+
+    def check(self, name: str, value: Any) -> Any:
+        if isinstance(value, list):
+            value = tuple(value)
+        if not (isinstance(value, tuple) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value)):
+            raise ConfigError(f"The '{name}' parameter must be {self.describe()}. Got {value!r} instead.")
+        return value
+
+    def flag(self) -> dict[str, Any]:
+        return {"type": int, "nargs": "+"}
+
+
+@dataclass(frozen=True)
+class OptionalPath:
+    """A path (kept as text) or ``None``."""
+
+    def describe(self) -> str:
+        return "a path or null"
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        raise ConfigError(f"The '{name}' parameter must be {self.describe()}. Got {value!r} instead.")
+
+    def flag(self) -> dict[str, Any]:
+        return {"type": str, "metavar": "PATH"}
+
+
+@dataclass(frozen=True)
+class TaskName:
+    """A task's name (known tasks: :mod:`ssot.data.registry`; an unknown one is refused when its
+    data is built, naming every valid task)."""
+
+    def describe(self) -> str:
+        return "a task name"
+
+    def check(self, name: str, value: Any) -> Any:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"The '{name}' parameter must be {self.describe()}. Got {value!r} instead.")
+        return value
+
+    def flag(self) -> dict[str, Any]:
+        return {"type": str}
+
+
+Constraint = Interval | Options | Boolean | PositiveInts | OptionalPath | TaskName
+
+
+def param(default: Any, constraint: Constraint, help: str, *groups: str, flag: str | None = None) -> Any:
+    """Declare a config field: its default, constraint, help and groups (:data:`GROUPS`);
+    ``flag`` is a second command-line name (e.g. ``--source`` for ``source_dir``)."""
+    unknown = set(groups) - set(GROUPS)
+    if unknown:
+        raise ValueError(f"Unknown field group(s) {sorted(unknown)}; the groups are {', '.join(GROUPS)}.")
+    metadata = MappingProxyType({"constraint": constraint, "help": help, "groups": frozenset(groups), "flag": flag})
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+# ------------------------------------------------------------------------------------ the config
+_FLOAT0, _FLOAT_POS = Interval(float, 0.0), Interval(float, 0.0, closed="neither")
+_INT0, _INT1 = Interval(int, 0), Interval(int, 1)
 
 
 @dataclass
 class SSOTConfig:
     """Every setting of one SSOT training run (paper defaults unless noted).
 
-    Parameters
-    ----------
-    task : task name: ``digits``, ``P2H``, ``H2P`` (embedded; ``H2H``, ``P2P``: references) or one of
-        the paper's 26 tasks (``A2W``, ``P2I``...).
-    lambda_ot : weight of the OT loss ``L_OT``.
-    lambda_ent : weight of the target entropy loss ``L_Ent`` (0 = ablation "w/o Ent").
-    eps : entropic regularisation of the semi-dual (paper: 1); 0 gives the hard c-transform.
-    potential_width : hidden width of the potential network ``g`` (paper: 256).
-    epochs : adaptation epochs after source pretraining.
-    pretrain_epochs : source-only cross-entropy epochs before adaptation.
-    iters_per_epoch : adaptation iterations per epoch; 0 = ``len(source) // batch_size``.
-    batch_size : source and target mini-batch size ``b_s = b_t`` (paper: 32).
-    lr : Adam learning rate of the bottleneck and classifier during adaptation.
-    lr_pretrain : Adam learning rate during source pretraining.
-    backbone_lr_mult : multiplier of ``lr`` for a pretrained backbone (ResNet-50).
-    lr_g : Adam learning rate of the potential network ``g``.
-    g_steps : ascent steps of ``g`` per iteration.
-    weight_decay : Adam weight decay of ``f`` and ``eta``.
-    pt_refresh : iterations between re-estimations of ``p_t``; 0 = once per epoch.
-    mask_grad : let gradients flow through the soft mask in the feature step.
-    mask_scale : factor applied to the soft mask (1 = the paper's row-stochastic mask).
-    use_class_weights : estimate importance weights ``m`` (False: m = 1).
-    use_mask : use the soft mask (False: S = 1).
-    ot_solver : ``net`` (potential network, the paper's method), ``vector`` (a free potential per
-        target sample, SGD) or ``sinkhorn`` (entropic OT per mini-batch); see :mod:`ssot.solvers`.
-    lr_vector : step size of the ``vector`` solver's per-sample ascent.
-    sinkhorn_iters : maximum Sinkhorn iterations per mini-batch of the ``sinkhorn`` solver.
-    backbone : ``resnet50``, ``digits_cnn`` or ``features`` (precomputed features).
-    pretrained : load ImageNet weights for ResNet-50 (from ``pretrained_path`` or the torch cache).
-    pretrained_path : explicit path of a ResNet-50 ImageNet state dict.
-    bottleneck_dims : hidden sizes of the bottleneck after the backbone (paper: 1024, 512).
-    data_root : root folder of the benchmark datasets (else env ``SSOT_DATA_ROOT``).
-    features_path : a ``.pt`` feature cache to train on instead of images (backbone ``features``).
-    source_dir, target_dir : the two image folders of the ``custom`` task (``--source``, ``--target``).
-    image_size : crop size of the image transforms (paper: 224).
-    resize_size : resize before the centre crop at evaluation (paper: 256).
-    eval_batch_size : batch size of the no-gradient evaluation passes.
-    source_eval_samples : size of the fixed source subset used for source accuracy (0 = all).
-    source_holdout : fraction of the source set held out from training (0 = the paper's protocol:
-        train on all source samples). The held-out samples are the ones ``source_acc``, the DEV
-        validator and the source-only evaluation use; with 0 they are training samples.
-    num_workers : DataLoader workers for image tasks.
-    num_threads : torch CPU threads (0: torch's default, all cores). Results depend on it (float
-        sums are split differently), so it is recorded: a search's trials run with their CPU
-        share, and their ``best_config.json`` reproduces a trial exactly.
-    device : ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
-    precision : ``fp32`` or ``bf16`` (autocast of ``f`` and ``eta``; the OT maths stays in fp32).
-    seed : seed of every random number generator of the run.
+    Build one with :meth:`for_task` (the task's defaults) or :meth:`from_dict` / :meth:`from_json`;
+    both validate it.
     """
 
-    task: str = "digits"
+    task: str = param("digits", TaskName(), "task name: digits, P2H, H2P (embedded, no download; H2H and P2P are "
+                      "their target-supervised references), custom (--source/--target folders) or a paper task such "
+                      "as A2W, P2I, Ar2Cl, S2R", "pretraining", "task")
     # --- the searched hyperparameters ---
-    lambda_ot: float = 1.0
-    lambda_ent: float = 1.0
-    eps: float = 1.0
-    potential_width: int = 256
+    lambda_ot: float = param(1.0, _FLOAT0, "weight of the OT loss L_OT", "searched")
+    lambda_ent: float = param(1.0, _FLOAT0, "weight of the target entropy loss L_Ent (0 = ablation 'w/o Ent')", "searched")
+    eps: float = param(1.0, _FLOAT0, "entropic regularisation of the semi-dual (paper: 1); 0 gives the hard c-transform",
+                       "searched")
+    potential_width: int = param(256, _INT1, "hidden width of the potential network g (paper: 256)", "searched")
     # --- schedule ---
-    epochs: int = 15
-    pretrain_epochs: int = 8
-    iters_per_epoch: int = 0
-    batch_size: int = 32
-    lr: float = 1e-4
-    lr_pretrain: float = 1e-3
-    backbone_lr_mult: float = 0.1
-    lr_g: float = 1e-3
-    g_steps: int = 1
-    weight_decay: float = 0.0
+    epochs: int = param(15, _INT0, "adaptation epochs after source pretraining")
+    pretrain_epochs: int = param(8, _INT0, "source-only cross-entropy epochs before adaptation", "pretraining")
+    iters_per_epoch: int = param(0, _INT0, "adaptation iterations per epoch; 0 = len(source) // batch_size")
+    batch_size: int = param(32, Interval(int, 2), "source and target mini-batch size b_s = b_t (paper: 32)", "pretraining")
+    lr: float = param(1e-4, _FLOAT_POS, "Adam learning rate of the bottleneck and classifier during adaptation")
+    lr_pretrain: float = param(1e-3, _FLOAT_POS, "Adam learning rate during source pretraining", "pretraining")
+    backbone_lr_mult: float = param(0.1, _FLOAT0, "multiplier of lr for a pretrained backbone (ResNet-50)", "pretraining")
+    lr_g: float = param(1e-3, _FLOAT_POS, "Adam learning rate of the potential network g")
+    g_steps: int = param(1, _INT0, "ascent steps of g per iteration")
+    weight_decay: float = param(0.0, _FLOAT0, "Adam weight decay of f and eta", "pretraining")
     # --- open points of the paper and ablations ---
-    pt_refresh: int = 0
-    mask_grad: bool = True
-    mask_scale: float = 1.0
-    use_class_weights: bool = True
-    use_mask: bool = True
-    ot_solver: str = "net"
-    lr_vector: float = 0.5
-    sinkhorn_iters: int = 100
+    pt_refresh: int = param(0, _INT0, "iterations between re-estimations of p_t; 0 = once per epoch")
+    mask_grad: bool = param(True, Boolean(), "let gradients flow through the soft mask in the feature step")
+    mask_scale: float = param(1.0, _FLOAT_POS, "factor applied to the soft mask (1 = the paper's row-stochastic mask)")
+    use_class_weights: bool = param(True, Boolean(), "estimate importance weights m (false: m = 1)")
+    use_mask: bool = param(True, Boolean(), "use the soft mask (false: S = 1)")
+    ot_solver: str = param("net", Options(OT_SOLVERS), "net (potential network, the paper's method), vector (a free "
+                           "potential per target sample, SGD) or sinkhorn (entropic OT per mini-batch); see ssot.solvers")
+    lr_vector: float = param(0.5, _FLOAT_POS, "step size of the vector solver's per-sample ascent")
+    sinkhorn_iters: int = param(100, _INT1, "maximum Sinkhorn iterations per mini-batch of the sinkhorn solver")
     # --- model ---
-    backbone: str = "digits_cnn"
-    pretrained: bool = True
-    pretrained_path: str | None = None
-    bottleneck_dims: tuple[int, ...] = (256,)
+    backbone: str = param("digits_cnn", Options(BACKBONES), "resnet50, digits_cnn or features (precomputed features)",
+                          "pretraining")
+    pretrained: bool = param(True, Boolean(), "load ImageNet weights for ResNet-50 (from pretrained_path or the torch cache)",
+                             "pretraining")
+    pretrained_path: str | None = param(None, OptionalPath(), "explicit path of a ResNet-50 ImageNet state dict",
+                                        "pretraining", "path")
+    bottleneck_dims: tuple[int, ...] = param((256,), PositiveInts(), "hidden sizes of the bottleneck after the backbone "
+                                             "(paper: 1024 512)", "pretraining")
     # --- data ---
-    data_root: str | None = None
-    features_path: str | None = None
-    source_dir: str | None = None
-    target_dir: str | None = None
-    image_size: int = 224
-    resize_size: int = 256
-    eval_batch_size: int = 256
-    source_eval_samples: int = 2000
-    source_holdout: float = 0.0
-    num_workers: int = 0
+    data_root: str | None = param(None, OptionalPath(), "root folder of the benchmark datasets (default: $SSOT_DATA_ROOT)",
+                                  "pretraining", "task", "path", "runtime")
+    features_path: str | None = param(None, OptionalPath(), "a .pt feature cache to train on instead of images (backbone "
+                                      "features)", "pretraining", "task", "path")
+    source_dir: str | None = param(None, OptionalPath(), "task custom: source folder with one sub-folder per class",
+                                   "task", "path", flag="--source")
+    target_dir: str | None = param(None, OptionalPath(), "task custom: target folder with class sub-folders, or a flat "
+                                   "folder of unlabeled images", "task", "path", flag="--target")
+    image_size: int = param(224, _INT1, "crop size of the image transforms (paper: 224)", "pretraining", "task")
+    resize_size: int = param(256, _INT1, "resize before the centre crop at evaluation (paper: 256)", "pretraining", "task")
+    eval_batch_size: int = param(256, _INT1, "batch size of the no-gradient evaluation passes", "runtime")
+    source_eval_samples: int = param(2000, _INT0, "size of the fixed source subset used for source accuracy (0 = all)",
+                                     "pretraining")
+    source_holdout: float = param(0.0, Interval(float, 0.0, 0.9), "fraction of the source set held out from training "
+                                  "(0 = the paper's protocol: train on all source samples); the held-out samples are the "
+                                  "ones source_acc, the DEV validator and the source-only evaluation use", "pretraining")
+    num_workers: int = param(0, _INT0, "DataLoader workers for image tasks", "runtime")
     # --- execution ---
-    num_threads: int = 0
-    device: str = "auto"
-    precision: str = "fp32"
-    seed: int = 0
+    num_threads: int = param(0, _INT0, "torch CPU threads (0: torch's default, all cores); results depend on it, so it "
+                             "is recorded: a search's trials run with their CPU share")
+    device: str = param("auto", Options(DEVICES), "auto (CUDA when available), cpu or cuda", "runtime")
+    precision: str = param("fp32", Options(PRECISIONS), "fp32 or bf16 (autocast of f and eta; the OT maths stays in fp32)",
+                           "pretraining")
+    seed: int = param(0, _INT0, "seed of every random number generator of the run", "pretraining")
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def for_task(cls, task: str, **overrides: Any) -> SSOTConfig:
-        """The defaults for ``task``: the paper's settings for a benchmark task, the small
-        CNN settings for the embedded tasks (``digits``, ``P2H``, ``H2P`` and their references
-        ``H2H``, ``P2P``: the same small CNN and schedule); ``overrides`` win."""
-        from ssot.data.printed import PRINTED_TASKS
+        """The defaults for ``task`` (its dataset's spec, :func:`ssot.data.registry.task_defaults`:
+        the paper's settings for an image task, the small CNN for the embedded ones); ``overrides`` win.
 
-        base: dict[str, Any] = {"task": task}
-        if task != "digits" and task not in PRINTED_TASKS:
-            base.update(
-                backbone="resnet50",
-                bottleneck_dims=(1024, 512),
-                epochs=20,
-                pretrain_epochs=5,
-                num_workers=4,
-            )
-        if task in PRINTED_TASKS and task[0] == "P":  # 1800 printed sources: digits' 28 iterations per epoch
-            base.update(iters_per_epoch=28)
-        base.update(overrides)
-        return cls.from_dict(base)
+        Raises
+        ------
+        ConfigError
+            For an unknown task (naming every valid one) or an invalid value.
+        """
+        return cls.from_dict({"task": task, **registry.task_defaults(task), **overrides})
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], *, source: str = "config") -> SSOTConfig:
         """Build and validate a config; unknown keys are refused with the list of valid ones."""
         if not isinstance(values, dict):
             raise ConfigError(f"The {source} must be a JSON object of config fields. Got {type(values).__name__}.")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
+        unknown = sorted(set(values) - set(CONFIG_FIELDS))
         if unknown:
             raise ConfigError(
                 f"Unknown field(s) {', '.join(repr(u) for u in unknown)} in the {source}. "
-                f"Valid fields: {', '.join(sorted(known))}."
+                f"Valid fields: {', '.join(sorted(CONFIG_FIELDS))}."
             )
-        values = dict(values)
-        if isinstance(values.get("bottleneck_dims"), list):
-            values["bottleneck_dims"] = tuple(values["bottleneck_dims"])
         config = cls(**values)
         config.validate()
         return config
@@ -198,7 +329,7 @@ class SSOTConfig:
             raise ConfigError(f"Config file {path} does not exist. Pass a JSON file written by the search or by --out.") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"Config file {path} is not valid JSON ({type(exc).__name__}: {exc}). Fix or regenerate it.") from None
-        if isinstance(values, dict) and "config" in values and "epochs" in values and isinstance(values["epochs"], list):
+        if is_run_record(values):
             values = values["config"]  # a run record: take its config
         return cls.from_dict(values, source=f"config file {path}")
 
@@ -216,80 +347,49 @@ class SSOTConfig:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
-        """Raise :class:`ConfigError` naming the first invalid field, its value and the range."""
-        _check_float(self, "lambda_ot", low=0.0)
-        _check_float(self, "lambda_ent", low=0.0)
-        _check_float(self, "eps", low=0.0)
-        _check_int(self, "potential_width", low=1)
-        _check_int(self, "epochs", low=0)
-        _check_int(self, "pretrain_epochs", low=0)
-        _check_int(self, "iters_per_epoch", low=0)
-        _check_int(self, "batch_size", low=2)
-        for name in ("lr", "lr_pretrain", "lr_g"):
-            _check_float(self, name, low=0.0, open_low=True)
-        _check_float(self, "backbone_lr_mult", low=0.0)
-        _check_float(self, "weight_decay", low=0.0)
-        _check_float(self, "mask_scale", low=0.0, open_low=True)
-        _check_int(self, "g_steps", low=0)
-        _check_int(self, "pt_refresh", low=0)
-        for name in ("mask_grad", "use_class_weights", "use_mask", "pretrained"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"The '{name}' parameter must be true or false. Got {getattr(self, name)!r} instead.")
-        _check_choice(self, "backbone", BACKBONES)
-        _check_choice(self, "device", DEVICES)
-        _check_choice(self, "precision", PRECISIONS)
-        _check_choice(self, "ot_solver", OT_SOLVERS)
-        _check_float(self, "lr_vector", low=0.0, open_low=True)
-        _check_int(self, "sinkhorn_iters", low=1)
+        """Check every field against its constraint (in declaration order, values converted to the
+        field's type), then the cross-field rules; raise :class:`ConfigError` naming the first
+        invalid field, its value and the valid range."""
+        for f in fields(self):
+            setattr(self, f.name, f.metadata["constraint"].check(f.name, getattr(self, f.name)))
         if self.ot_solver == "sinkhorn" and self.eps == 0:
             raise ConfigError("The 'eps' parameter must be a float in (0, inf) with ot_solver 'sinkhorn'. Got 0.0 instead.")
-        if not (isinstance(self.bottleneck_dims, tuple) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in self.bottleneck_dims)):
-            raise ConfigError(f"The 'bottleneck_dims' parameter must be a list of positive ints. Got {self.bottleneck_dims!r} instead.")
-        for name in ("image_size", "resize_size", "eval_batch_size"):
-            _check_int(self, name, low=1)
-        _check_int(self, "source_eval_samples", low=0)
-        _check_float(self, "source_holdout", low=0.0)
-        if self.source_holdout >= 0.9:
-            raise ConfigError(f"The 'source_holdout' parameter must be a float in [0, 0.9). Got {self.source_holdout!r} instead.")
-        _check_int(self, "num_workers", low=0)
-        _check_int(self, "num_threads", low=0)
-        _check_int(self, "seed", low=0)
-        if not isinstance(self.task, str) or not self.task:
-            raise ConfigError(f"The 'task' parameter must be a task name. Got {self.task!r} instead.")
-        from ssot.data.printed import PRINTED_TASKS
-
-        if (self.task == "digits" or self.task in PRINTED_TASKS) and self.backbone == "resnet50":
-            raise ConfigError(f"The 'backbone' parameter 'resnet50' does not fit task {self.task!r} (8x8 images). Use backbone 'digits_cnn'.")
+        dataset = registry.dataset_of(self.task)
+        pixels = registry.DATASETS[dataset].image_pixels if dataset else None
+        if pixels is not None and self.backbone == "resnet50":
+            raise ConfigError(f"The 'backbone' parameter 'resnet50' does not fit task {self.task!r} ({pixels}x{pixels} "
+                              "images). Use backbone 'digits_cnn'.")
         if self.features_path and self.backbone != "features":
             raise ConfigError(f"The 'features_path' parameter is set but 'backbone' is {self.backbone!r}. Use backbone 'features' to train on a feature cache.")
         if self.backbone == "features" and not self.features_path:
             raise ConfigError("The 'backbone' parameter is 'features' but 'features_path' is not set. Pass the path of a feature cache.")
 
 
-def _check_float(cfg: SSOTConfig, name: str, *, low: float, open_low: bool = False) -> None:
-    value = getattr(cfg, name)
-    interval = f"({low:g}, inf)" if open_low else f"[{low:g}, inf)"
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if open_low else value >= low)
-    if not ok:
-        raise ConfigError(f"The '{name}' parameter must be a float in {interval}. Got {value!r} instead.")
-    setattr(cfg, name, float(value))
+def _parameters_section() -> str:
+    lines = ["", "    Parameters", "    ----------"]
+    for f in fields(SSOTConfig):
+        meta = f.metadata
+        groups = f"; groups: {', '.join(sorted(meta['groups']))}" if meta["groups"] else ""
+        lines.append(f"    {f.name} : {meta['constraint'].describe()}, default {f.default!r}{groups}")
+        lines.append(f"        {meta['help']}.")
+    return "\n".join(lines) + "\n"
 
 
-def _check_int(cfg: SSOTConfig, name: str, *, low: int) -> None:
-    value = getattr(cfg, name)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-        setattr(cfg, name, value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ConfigError(f"The '{name}' parameter must be an int in [{low}, inf). Got {value!r} instead.")
+SSOTConfig.__doc__ = (SSOTConfig.__doc__ or "").rstrip() + "\n" + _parameters_section()
 
-
-def _check_choice(cfg: SSOTConfig, name: str, choices: tuple[str, ...]) -> None:
-    value = getattr(cfg, name)
-    if value not in choices:
-        raise ConfigError(f"The '{name}' parameter must be one of {', '.join(map(repr, choices))}. Got {value!r} instead.")
-
-
+#: Every field, in declaration order.
 CONFIG_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SSOTConfig))
-SEARCHED_FIELDS: tuple[str, ...] = ("lambda_ot", "lambda_ent", "eps", "potential_width")
+
+
+def fields_in(group: str) -> tuple[str, ...]:
+    """The fields of ``group`` (:data:`GROUPS`), in declaration order."""
+    if group not in GROUPS:
+        raise ValueError(f"The 'group' parameter must be one of {', '.join(GROUPS)}. Got {group!r} instead.")
+    return tuple(f.name for f in fields(SSOTConfig) if group in f.metadata["groups"])
+
+
+SEARCHED_FIELDS: tuple[str, ...] = fields_in("searched")
+PRETRAINING_FIELDS: tuple[str, ...] = fields_in("pretraining")
+TASK_FIELDS: tuple[str, ...] = fields_in("task")
+PATH_FIELDS: tuple[str, ...] = fields_in("path")
+RUNTIME_FIELDS: tuple[str, ...] = fields_in("runtime")

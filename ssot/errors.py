@@ -18,6 +18,15 @@ class DataError(SSOTError):
     """A dataset, folder, list file or image is missing or unreadable (names the path)."""
 
 
+class ResultsError(SSOTError):
+    """A results folder, experiment, run record or output path that the user has to fix (names the path)."""
+
+
+class ExternalError(SSOTError):
+    """An external service failed while a command worked: a download, an object store (names the
+    service, the reason and what to retry or check)."""
+
+
 class DivergedError(SSOTError, ArithmeticError):
     """Training produced a non-finite loss or metric; ``reason`` says which and when."""
 
@@ -39,29 +48,3 @@ def one_line(exc: BaseException | str) -> str:
         prefix = f"{type(exc).__module__}.{type(exc).__name__}: "
         text = last[len(prefix):] if last.startswith(prefix) else last
     return " ".join(text.split())
-
-
-def check_output(path: "str | os.PathLike[str]", what: str, *, folder: bool) -> None:
-    """Refuse, before any work, an output location that cannot be written.
-
-    ``path`` may not exist yet; every existing ancestor must be a folder (not a regular file),
-    the nearest one writable, and with ``folder=True`` ``path`` itself must not be a file.
-    ``what`` names the argument in the message (e.g. ``"--out"``).
-
-    Raises
-    ------
-    SSOTError
-        Naming the path, what is in the way, and what to do.
-    """
-    import os
-    from pathlib import Path
-
-    target = Path(path).expanduser().absolute()
-    existing = next(p for p in (target, *target.parents) if p.exists())
-    if existing != target and not existing.is_dir():
-        raise SSOTError(f"{what} {path} cannot be created: {existing} is a file, not a folder. Choose another {what}.")
-    if folder and existing == target and not target.is_dir():
-        raise SSOTError(f"{what} {path} is a file, not a folder. Choose another {what}.")
-    writable = existing if existing.is_dir() else existing.parent
-    if not os.access(writable, os.W_OK | os.X_OK):
-        raise SSOTError(f"{what} {path} cannot be written: no write permission in {writable}. Choose another {what}.")

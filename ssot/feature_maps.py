@@ -1,17 +1,29 @@
-"""Saved models (``python -m ssot.train --save-model``) and their features, for feature maps.
+"""Feature maps: saved models (``python -m ssot.train --save-model``), their features, and t-SNE.
+
+    python -m ssot.train --task digits --save-model model.pt --out run.json
+    python -m ssot.feature_maps model.pt --out tsne.npz          # or: ssot-feature-maps; seeded
+    python analysis/paper_figures.py feature-map tsne.npz --out tsne.png
 
 The model file holds the run's config and the ``f``/``eta`` weights of the source-only model
 (after pretraining) and of the adapted model (after the last epoch). :func:`model_features`
-computes the features of a fixed, seeded subsample of source and target with either model;
-``tune/feature_maps.py`` embeds them with t-SNE.
+computes the features of a fixed, seeded subsample (``--per-domain`` source and target samples)
+with either model; :func:`embed` embeds each model's features separately with scikit-learn's
+``TSNE`` (``random_state=--seed``, PCA init). The ``.npz`` holds ``xy``, ``label``, ``domain`` (0
+source, 1 target), ``model`` (index into ``models``), ``models`` and ``outlier_classes``; it is
+never overwritten. Exit statuses: :mod:`ssot.cli`.
 """
 from __future__ import annotations
 
+import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
+from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.errors import SSOTError
 
@@ -70,3 +82,51 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
             feats[name] = torch.cat([torch.cat([trainer.f(x) for x, _ in trainer._loader(ds, train=False)]) for ds in (src, tgt)]).numpy()
     return {"features": feats, "label": labels.numpy(), "domain": domain.numpy(), "outlier_classes": list(trainer.task.outlier_classes),
             "class_names": list(trainer.task.class_names), "config": config.to_dict()}
+
+
+def embed(features: dict[str, np.ndarray], seed: int, perplexity: float = 30.0) -> tuple[np.ndarray, np.ndarray]:
+    """Each model's features embedded in 2-d by t-SNE; returns stacked ``xy`` and the model index."""
+    from sklearn.manifold import TSNE
+
+    xy, model = [], []
+    for i, feats in enumerate(features.values()):
+        perp = min(perplexity, (len(feats) - 1) / 3)
+        xy.append(TSNE(n_components=2, perplexity=perp, init="pca", random_state=seed).fit_transform(feats.astype(np.float64)))
+        model.append(np.full(len(feats), i))
+    return np.concatenate(xy), np.concatenate(model)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", type=Path, help="a model file of python -m ssot.train --save-model")
+    parser.add_argument("--out", type=Path, required=True, help="the embedding (.npz); never overwritten")
+    parser.add_argument("--per-domain", type=int, default=500, help="source and target samples each (default 500)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the subsample and of t-SNE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``ssot-feature-maps``); the exit status of :mod:`ssot.cli`."""
+    return cli.command(build_parser(), feature_maps, argv)
+
+
+def feature_maps(args: argparse.Namespace) -> int:
+    """The command's work: check the output, compute both models' features, embed them, write the file."""
+    if args.out.suffix != ".npz":
+        raise SSOTError(f"The '--out' argument must end in .npz. Got {args.out.name!r} instead.")
+    cli.check_output(args.out, "--out", folder=False)
+    if args.per_domain < 5:
+        raise SSOTError(f"The '--per-domain' argument must be an int in [5, inf). Got {args.per_domain} instead.")
+    data = model_features(args.model, args.per_domain, args.seed)
+    xy, model = embed(data["features"], args.seed)
+    n, k = len(data["label"]), len(data["features"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "xb") as fh:
+        np.savez_compressed(fh, xy=xy, label=np.tile(data["label"], k), domain=np.tile(data["domain"], k), model=model,
+                            models=np.array(list(data["features"])), outlier_classes=np.array(data["outlier_classes"], dtype=int))
+    print(f"wrote {args.out} ({n} points per model, models: {', '.join(data['features'])})")
+    return cli.EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -24,10 +24,10 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.data.base import usable_workers
-from ssot.errors import ConfigError, SSOTError, one_line
-from ssot.train import add_config_flags, config_from_args
+from ssot.errors import ConfigError, SSOTError
 
 
 def weights_checksum(module: torch.nn.Module) -> str:
@@ -112,23 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--views", type=int, default=0, help="augmented views per image (training transform), besides the eval view")
     parser.add_argument("--config", type=Path, help="JSON config (its model and transform fields are used)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    return add_config_flags(parser)
+    return cli.add_config_flags(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        config = config_from_args(args)
-        meta = build_feature_cache(config, args.out, views=args.views, progress=not args.quiet)
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; no cache written", file=sys.stderr)
-        return 130
+    """Command line entry point (``ssot-features``); the exit status of :mod:`ssot.cli`."""
+    return cli.command(build_parser(), features, argv, interrupted="no cache written")
+
+
+def features(args: argparse.Namespace) -> int:
+    """The command's work: check the output, encode the task, write the cache."""
+    cli.check_output(args.out, "--out", folder=False)
+    config = cli.config_from_args(args)
+    meta = build_feature_cache(config, args.out, views=args.views, progress=not args.quiet)
     print(f"wrote {args.out} (task {config.task}, backbone {meta['backbone']}, weights {meta['weights_sha256'][:12]}, "
           f"{args.views} augmented views); train on it with --features {args.out}")
-    return 0
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from ssot import evaluation, ot
-from ssot.config import SSOTConfig
+from ssot.config import PRETRAINING_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.data.base import usable_workers
 from ssot.errors import ConfigError, DivergedError
@@ -345,9 +345,7 @@ class Trainer:
                 bar.update(1)
 
     # ------------------------------------------------------------------ checkpoints
-    PRETRAIN_FIELDS = ("task", "seed", "backbone", "pretrained", "pretrained_path", "bottleneck_dims", "pretrain_epochs",
-                       "lr_pretrain", "backbone_lr_mult", "weight_decay", "batch_size", "data_root", "features_path",
-                       "image_size", "resize_size", "source_eval_samples", "precision", "source_holdout")
+    PRETRAIN_FIELDS = PRETRAINING_FIELDS  # the config's "pretraining" group
 
     def pretrained_state(self) -> dict[str, Any]:
         """The source-only model and its evaluation, shareable by every run whose config agrees

@@ -1,9 +1,10 @@
 """Label-free validators: scores of a trained model computed without target labels.
 
 Every validator is a pure function of tensors (target probabilities, features, ...) and returns a
-float. :data:`DIRECTIONS` is the one registry of validator names and whether higher (``max``) or
-lower (``min``) is better; the trainer, the search and the regret report all read it (the search
-also writes it into ``experiment.json`` so that the torch-free analysis can read it there).
+float. Their names and whether higher (``max``) or lower (``min``) is better are declared in the
+metric registry, :mod:`ssot.results.metrics` (:data:`DIRECTIONS`, :data:`EPOCH_VALIDATORS`,
+:func:`worst_value` are re-exported here); the search also writes the directions into
+``experiment.json``.
 
 PDA caveat: ``im`` and ``mixval`` (and, less directly, ``snd`` and ``bnm``) reward predictions
 spread over *all* classes, which is false in partial domain adaptation, where the target holds only
@@ -35,37 +36,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-#: Every label-free validator (and the two accuracies) with its direction: ``max`` = higher is better.
-DIRECTIONS: dict[str, str] = {
-    "target_acc": "max",  # the oracle (needs target labels)
-    "source_acc": "max",
-    "entropy": "min",
-    "snd": "max",
-    "im": "max",
-    "im_pda": "max",
-    "bnm": "max",
-    "dev": "min",
-    "mixval": "max",
-    "mixval_inter": "max",
-    "mixval_intra": "max",
-    "ensv": "max",
-}
-#: Validators computed every epoch by the trainer (``ensv`` is post hoc, over a finished search).
-EPOCH_VALIDATORS: tuple[str, ...] = ("source_acc", "entropy", "snd", "im", "im_pda", "bnm", "dev",
-                                     "mixval", "mixval_inter", "mixval_intra")
-#: Metrics a search may optimise.
-SEARCH_METRICS: tuple[str, ...] = ("target_acc", *EPOCH_VALIDATORS)
-#: Search metrics that do not use target labels.
-LABEL_FREE: tuple[str, ...] = EPOCH_VALIDATORS
+# The names, directions and worst values of the validators are declared in the metric registry
+# (torch-free, so that the analysis reads them without torch): re-exported here.
+from ssot.results.metrics import DIRECTIONS, EPOCH_VALIDATORS, LABEL_FREE, SEARCH_METRICS, worst_value  # noqa: F401
+
 _TINY = 1e-12
-
-
-def worst_value(name: str) -> float:
-    """The finite score a diverged run reports for ``name`` (worse than any real score), so ASHA
-    can stop it and TPE can learn from it: 0 for the accuracies in [0, 1], else -1e3 / +1e3."""
-    if name in ("target_acc", "source_acc", "mixval", "mixval_inter", "mixval_intra"):
-        return 0.0
-    return -1e3 if DIRECTIONS[name] == "max" else 1e3
 
 
 def _row_entropy(p: torch.Tensor) -> torch.Tensor:

@@ -1,8 +1,78 @@
-"""Test-session settings shared by every test module."""
+"""Settings and fixtures shared by every test package (helpers that are not fixtures: :mod:`tests.fixtures`)."""
+from __future__ import annotations
+
 import os
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.fixtures import QUICK
 
 # Keep every Ray process the tests start (in-process, `ray start`, subprocesses) on the loopback
 # address: Ray otherwise binds a single-node cluster to the machine's interface IP. The variable
 # also forbids adding *other* nodes to a cluster: the multi-node tests set it to 1 for their own
-# cluster (tests/ray_cluster.py).
+# cluster (tests/fixtures/ray_cluster.py).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray of 2 CPUs for the module's tests (never another test's cluster)."""
+    ray = pytest.importorskip("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def digits_task():
+    """The embedded digits task (read-only: shared by the whole session)."""
+    from ssot.data.digits import build_digits_task
+
+    return build_digits_task()
+
+
+@pytest.fixture
+def quick_config() -> Callable[..., Any]:
+    """``quick_config(**overrides)``: the digits config of a quick run (:data:`tests.fixtures.QUICK`) with
+    ``overrides`` (:func:`tests.fixtures.experiments.quick_config`)."""
+    from tests.fixtures import experiments
+
+    return experiments.quick_config
+
+
+@pytest.fixture
+def quick_flags() -> list[str]:
+    """The command-line flags of a quick run (:data:`tests.fixtures.QUICK`), without a progress bar."""
+    return [arg for name, value in QUICK.items() for arg in (f"--{name.replace('_', '-')}", str(value))] + ["--quiet"]
+
+
+@pytest.fixture
+def a_file(tmp_path: Path) -> Path:
+    """A regular file where an output folder could be asked for."""
+    path = tmp_path / "regular-file"
+    path.write_text("in the way")
+    return path
+
+
+@pytest.fixture(scope="session")
+def finished_search(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """A real finished TPE search of 3 digits trials x 2 epochs (local Ray, 2 CPUs), its Optuna study
+    in sqlite, and what its files held each time a trial ended (``snapshots``)."""
+    pytest.importorskip("ray")
+    from tests.fixtures.live import Snapshots
+    from tune.experiment import SearchOptions, run_search
+
+    root = tmp_path_factory.mktemp("finished-search")
+    epochs = 2
+    snapshots = Snapshots(root / "runs" / "live" / "digits")
+    options = SearchOptions(task="digits", num_samples=3, base={**QUICK, "epochs": epochs}, storage_path=str(root / "runs"),
+                            name="live", early_stop=False, max_concurrent=2, verbose=0,
+                            optuna_storage=f"sqlite:///{root}/optuna.db", callbacks=[snapshots])
+    outcome = run_search(options, num_cpus=2)
+    return SimpleNamespace(root=root, results=root / "runs", folder=Path(outcome.path), outcome=outcome,
+                           snapshots=snapshots.seen, storage=options.optuna_storage, epochs=epochs)

@@ -6,18 +6,18 @@
 
 The full method's config is ``--config`` (a best or confirmed config, e.g. from
 ``tune/export.py``) or the task's defaults; each ablation changes one field of it
-(:data:`VARIANTS`). Every (variant, seed) run is a Ray task (``--num-cpus`` CPUs, one per run);
+(:data:`VARIANTS`). Every (variant, seed) run is a Ray task (one CPU each, on a local Ray of
+``--num-cpus`` CPUs, default all);
 its run record is written to ``OUT/<variant>/runs/<task>_seed<s>.json`` (the layout of
 ``tune/final.py``) as soon as it ends, and an existing record is reused instead of retrained, so
 rerunning an interrupted command continues it. The table is written to ``OUT/ablation.csv`` and
 ``OUT/ablation.md`` (rows: variants; columns: tasks; target accuracy in %, mean +- std over seeds,
-the last epoch of each run); existing tables are never overwritten. User errors print one line
-and exit with status 2; the status is 1 when a run did not complete.
+the last epoch of each run); existing tables are never overwritten. Exit statuses: :mod:`ssot.cli`
+(2: bad input; 1: a run did not complete).
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,15 +25,15 @@ from typing import Any
 
 import pandas as pd
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from ssot import cli  # noqa: E402
 from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune.final import Log, apply_overrides, run_record_path, train_on_ray  # noqa: E402
-from tune.results import ResultsError, check_new, check_seeds, format_mean_std  # noqa: E402
+from ssot.results.final_table import format_mean_std  # noqa: E402
+from ssot.results.markdown import markdown_table  # noqa: E402
+from ssot.results.record import RunRecord, mean_std, records, run_path  # noqa: E402
+from tune.final import Log, apply_overrides, train_on_ray  # noqa: E402
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -58,51 +58,42 @@ def variant_configs(full: SSOTConfig, variants: Variants = VARIANTS) -> dict[str
 
 
 def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, variants: Variants = VARIANTS,
-                 num_cpus: int = 2, log: Log = print) -> dict[str, list[dict[str, Any]]]:
+                 num_cpus: int | None = None, max_concurrent: int | None = None,
+                 log: Log = print) -> dict[str, list[RunRecord]]:
     """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
-    (one CPU per run, ``num_cpus`` at a time, :func:`tune.final.train_on_ray`); reuse the
-    records already there.
+    (one CPU per run on a local Ray of ``num_cpus`` CPUs, default all, at most ``max_concurrent``
+    at once, :func:`tune.final.train_on_ray`); reuse the records already there.
 
     Returns
     -------
     dict
         variant name -> run records in the order of ``seeds``.
     """
-    jobs = {(name, seed): (cfg.replace(seed=seed), run_record_path(Path(out_dir) / variants[name][0], cfg.task, seed))
+    jobs = {(name, seed): (cfg.replace(seed=seed), run_path(Path(out_dir) / variants[name][0], cfg.task, seed))
             for name, cfg in variant_configs(full, variants).items() for seed in seeds}
-    records = train_on_ray(jobs, num_cpus=num_cpus, log=log)
+    records = train_on_ray(jobs, num_cpus=num_cpus, max_concurrent=max_concurrent, log=log)
     return {name: [records[name, s] for s in seeds] for name in variants}
 
 
-def _final_acc(record: dict[str, Any]) -> float | None:
-    if record["status"] != "completed":
-        return None
-    return record["epochs"][-1]["target_acc"] if record["epochs"] else record["source_only_target_acc"]
-
-
-def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any]]]]) -> pd.DataFrame:
-    """Long table: task, variant, mean, std (target accuracy in %), n_seeds, n_completed."""
+def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any] | RunRecord]]]) -> pd.DataFrame:
+    """Long table: task, variant, mean, std (target accuracy in %, the final accuracy of each
+    completed run), n_seeds, n_completed."""
     rows = []
     for task, by_variant in by_task.items():
-        for name, records in by_variant.items():
-            accs = [100 * a for a in map(_final_acc, records) if a is not None]
-            rows.append({"task": task, "variant": name, "mean": statistics.fmean(accs) if accs else float("nan"),
-                         "std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
-                         "n_seeds": len(records), "n_completed": len(accs)})
+        for name, runs in by_variant.items():
+            typed = records(runs)
+            accs = [100 * r.final_acc for r in typed if r.completed and r.final_acc is not None]
+            mean, std = mean_std(accs) if accs else (float("nan"), 0.0)
+            rows.append({"task": task, "variant": name, "mean": mean, "std": std,
+                         "n_seeds": len(typed), "n_completed": len(accs)})
     return pd.DataFrame(rows, columns=["task", "variant", "mean", "std", "n_seeds", "n_completed"])
 
 
 def ablation_markdown(table: pd.DataFrame) -> str:
     """Rows: variants in the paper's order; columns: tasks; cells ``mean +- std`` (%)."""
     tasks = list(dict.fromkeys(table["task"]))
-    lines = ["| Method | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
-    for name in VARIANTS:
-        cells = []
-        for task in tasks:
-            row = table[(table["task"] == task) & (table["variant"] == name)].iloc[0]
-            cells.append(format_mean_std(row["mean"], row["std"]))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    cell = {(r["task"], r["variant"]): format_mean_std(r["mean"], r["std"]) for r in table.to_dict("records")}
+    return markdown_table(["Method", *tasks], [[name, *(cell[task, name] for task in tasks)] for name in VARIANTS])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,42 +101,36 @@ def build_parser() -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--task", help="task whose default config is the full method (e.g. digits)")
     source.add_argument("--config", type=Path, help="the full method's config (best/confirmed config JSON)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default: 0 1 2)")
+    cli.add_seeds(parser)
     parser.add_argument("--out", type=Path, required=True, help="folder: <variant>/runs/, ablation.csv, ablation.md")
     parser.add_argument("--epochs", type=int, help="override the adaptation epochs (quick checks)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="override the device")
-    parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray instance (one run per CPU)")
+    cli.add_device(parser)
+    cli.add_ray_flags(parser)
     return parser
 
 
+def ablation(args: argparse.Namespace) -> int:
+    """The command's work: check the outputs, train or reuse every (variant, seed), write the table."""
+    cli.check_seeds(args.seeds)
+    cli.check_resources_args(args)
+    csv_path, md_path = ablation_paths(args.out)
+    cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
+    full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
+    full = apply_overrides(full, epochs=args.epochs, device=args.device)
+    by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus)
+    table = ablation_table({full.task: by_variant})
+    cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
+    with open(csv_path, "x", newline="") as fh:  # "x": never overwrite a table
+        table.to_csv(fh, index=False)
+    with open(md_path, "x") as fh:
+        fh.write(ablation_markdown(table))
+    print(f"{ablation_markdown(table)}wrote {csv_path} and {md_path}")
+    return cli.runs_status(r for rs in by_variant.values() for r in rs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
-    args = build_parser().parse_args(argv)
-    try:
-        check_seeds(args.seeds)
-        if args.num_cpus < 1:
-            raise ResultsError(f"The '--num-cpus' argument must be an int in [1, inf). Got {args.num_cpus} instead.")
-        check_output(args.out, "--out", folder=True)
-        check_new(list(ablation_paths(args.out)))
-        full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
-        full = apply_overrides(full, epochs=args.epochs, device=args.device)
-        by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus)
-        table = ablation_table({full.task: by_variant})
-        csv_path, md_path = ablation_paths(args.out)
-        check_new([csv_path, md_path])
-        with open(csv_path, "x", newline="") as fh:  # "x": never overwrite a table
-            table.to_csv(fh, index=False)
-        with open(md_path, "x") as fh:
-            fh.write(ablation_markdown(table))
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"interrupted; finished runs are kept in {args.out}, rerun the same command to continue", file=sys.stderr)
-        return 130
-    print(ablation_markdown(table), end="")
-    print(f"wrote {csv_path} and {md_path}")
-    return 0 if all(r["status"] == "completed" for rs in by_variant.values() for r in rs) else 1
+    """Command line entry point (``ssot-ablation``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
+    return cli.command(build_parser(), ablation, argv, kept=lambda args: args.out)
 
 
 if __name__ == "__main__":

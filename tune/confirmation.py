@@ -2,7 +2,7 @@
 
 One seed per trial is noisy: among near-ties the search's best trial is partly the luckiest
 (the winner's curse). Confirmation re-runs the top ``K`` trials of an experiment, ranked by the
-best-trial rule of :mod:`tune.schema` (the same eligible trials: reached the last epoch, not
+best-trial rule of :mod:`ssot.results.trials` (the same eligible trials: reached the last epoch, not
 diverged or errored; same metric, direction and tie rule), over several seeds and picks by the
 mean. ``tune/confirm.py`` runs it; this module owns what it writes.
 
@@ -19,9 +19,9 @@ Files of a confirmation folder ``OUT`` (``tune/confirm.py``'s ``--out``, default
 
 The rule
 --------
-A run's value is the experiment's metric at its last epoch; a run that did not complete
-(diverged) counts as :func:`ssot.validators.worst_value` of the metric, as a diverged trial does
-in the search. Per candidate, over seeds :math:`s_1..s_n` with values :math:`v_i`,
+A run's value is its score under the experiment's metric (:meth:`ssot.results.record.RunRecord.score`:
+the metric at its last epoch; a run that did not complete (diverged) counts as the metric's worst
+value, as a diverged trial does in the search). Per candidate, over seeds :math:`s_1..s_n` with values :math:`v_i`,
 
 .. math:: \\bar v = \\frac1n \\sum_i v_i, \\qquad
           \\mathrm{std} = \\sqrt{\\frac{1}{n-1} \\sum_i (v_i - \\bar v)^2} \\quad (0 \\text{ for } n = 1).
@@ -32,21 +32,22 @@ metric, lowest for a ``min`` one); ties go to the better rank in the search.
 from __future__ import annotations
 
 import json
-import math
-import statistics
-from collections.abc import Mapping, Sequence
-import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ssot.cli import check_output
 from ssot.config import SSOTConfig
-from tune import schema, storage
-from tune.outputs import hyperparameters, trial_config
-from tune.results import ResultsError, check_new
+from ssot.errors import ResultsError
+from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished, read_experiment
+from ssot.results.markdown import markdown_table
+from ssot.results.metrics import metric
+from ssot.results.record import RunRecord, mean_std
+from tune.export import read_candidates
+from tune.outputs import trial_config
 
 __all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "run_path",
            "run_value", "confirmation_table", "to_markdown", "output_paths", "write_confirmation"]
@@ -78,39 +79,34 @@ class Candidate:
         return f"{self.task} #{self.search_rank} trial {self.trial_id}"
 
 
-def top_candidates(folder: str | Path, top: int) -> list[Candidate]:
-    """The ``top`` best trials of a finished experiment under the best-trial rule, best first
-    (fewer when fewer trials are eligible).
+def top_candidates(experiment: Experiment | str | Path, top: int) -> list[Candidate]:
+    """The ``top`` best trials of a finished experiment (a folder, or one read already) under the
+    best-trial rule, best first (fewer when fewer trials are eligible).
 
     Raises
     ------
     ResultsError
-        If the experiment is not finished or its files are unreadable (:func:`tune.export.load_experiment`),
-        or no trial is eligible.
+        If the experiment is not finished or its files are unreadable
+        (:func:`ssot.results.experiment.check_finished`), or no trial is eligible.
     """
-    from tune.export import load_experiment  # the one check that an experiment is finished and readable
-
-    folder = Path(folder)
-    load_experiment(folder)
-    files = schema.read_experiment(folder)
-    meta = files.meta or {}
+    experiment = check_finished(experiment if isinstance(experiment, Experiment) else read_experiment(experiment))
+    meta = experiment.meta or {}
     if "base_config" not in meta:
-        raise ResultsError(f"{folder / schema.EXPERIMENT_FILE} has no 'base_config'; it was not written by tune/search.py")
-    params = hyperparameters(meta)
-    table = schema.trial_table(files.trials, files.max_epochs, params)
-    ranked = schema.ranked_trials(table, files.metric).head(top)
+        raise ResultsError(f"{Path(str(experiment.path)) / EXPERIMENT_FILE} has no 'base_config'; it was not written by tune/search.py")
+    ranked = experiment.ranked_trials().head(top)
     if ranked.empty:
         raise ResultsError("no trial reached the last epoch (all early-stopped, diverged or errored)")
-    mode = schema.metric(files.metric).direction or "max"
-    return [Candidate(task=str(meta["task"]), experiment=folder, metric=files.metric, mode=mode, search_rank=i + 1,
-                      trial_id=str(row["trial_id"]), params={p: row[p] for p in params},
-                      search_value=float(row[files.metric]), config=trial_config(row, meta))
+    name = experiment.metric
+    mode = metric(name).direction or "max"
+    return [Candidate(task=experiment.task, experiment=experiment.path, metric=name, mode=mode, search_rank=i + 1,
+                      trial_id=str(row["trial_id"]), params={p: row[p] for p in experiment.params},
+                      search_value=float(row[name]), config=trial_config(row, meta))
             for i, (_, row) in enumerate(ranked.iterrows())]
 
 
 def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], None]) -> list[Candidate]:
     """:func:`top_candidates` of every finished experiment under ``results_dir`` (a folder or a
-    URI such as ``s3://bucket/prefix``, read through :func:`tune.storage.local_experiments`).
+    URI such as ``s3://bucket/prefix``, read as the export reads it, :func:`tune.export.read_candidates`).
 
     Experiments that are not finished or have no eligible trial are skipped with one line to
     ``warn``; so is a shortfall of eligible trials.
@@ -121,36 +117,26 @@ def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], N
         If there is no experiment, no candidate at all, two experiments are for the same task,
         or the storage cannot be read.
     """
-    from tune.export import find_experiments  # refuses a missing folder in one line
-
     candidates: list[Candidate] = []
     seen: dict[str, Path | str] = {}
-    try:
-        with storage.local_experiments(results_dir) as local:
-            folders = find_experiments(local)
-            if not folders:
-                raise ResultsError(f"No experiment (no {schema.EXPERIMENT_FILE}) under {results_dir}. "
-                                   "Pass the folder a search wrote its experiments to.")
-            for folder in folders:
-                shown = storage.shown_path(results_dir, local, folder)
-                try:
-                    found = [dataclasses.replace(c, experiment=shown) for c in top_candidates(folder, top)]
-                except ResultsError as exc:
-                    warn(f"skipped {shown}: {exc}")
-                    continue
-                task = found[0].task
-                if task in seen:
-                    raise ResultsError(f"The experiments {seen[task]} and {shown} are both for task {task!r}; "
-                                       "pass one experiment folder as RESULTS_DIR.")
-                seen[task] = shown
-                if len(found) < top:
-                    warn(f"{task}: only {len(found)} trial(s) reached the last epoch; confirming those")
-                candidates += found
-    except storage.StorageError as exc:
-        raise ResultsError(str(exc)) from None
+    found = read_candidates(results_dir)
+    for experiment in found:
+        try:
+            best = top_candidates(experiment, top)
+        except ResultsError as exc:
+            warn(f"skipped {experiment.path}: {exc}")
+            continue
+        task = best[0].task
+        if task in seen:
+            raise ResultsError(f"The experiments {seen[task]} and {experiment.path} are both for task {task!r}; "
+                               "pass one experiment folder as RESULTS_DIR.")
+        seen[task] = experiment.path
+        if len(best) < top:
+            warn(f"{task}: only {len(best)} trial(s) reached the last epoch; confirming those")
+        candidates += best
     if not candidates:
         raise ResultsError(f"No finished experiment with a trial that reached the last epoch among the "
-                           f"{len(folders)} under {results_dir}.")
+                           f"{len(found)} under {results_dir}.")
     return candidates
 
 
@@ -159,15 +145,9 @@ def run_path(out_dir: str | Path, task: str, trial_id: str, seed: int) -> Path:
     return Path(out_dir) / RUNS_DIR / task / f"{trial_id}_seed{seed}.json"
 
 
-def run_value(record: Mapping[str, Any], metric_name: str) -> float:
-    """The metric at the last epoch of a completed run; :func:`ssot.validators.worst_value` otherwise."""
-    from ssot.validators import worst_value
-
-    if record.get("status") == "completed" and record.get("epochs"):
-        value = record["epochs"][-1].get(metric_name)
-        if value is not None and math.isfinite(float(value)):
-            return float(value)
-    return float(worst_value(metric_name))
+def run_value(record: Mapping[str, Any] | RunRecord, metric_name: str) -> float:
+    """A run's value under ``metric_name``: :meth:`ssot.results.record.RunRecord.score`."""
+    return RunRecord.from_dict(record).score(metric_name)
 
 
 def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[str, int], Mapping[str, Any]],
@@ -179,15 +159,15 @@ def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[s
     """
     rows = []
     for c in candidates:
-        runs = [records[c.label, s] for s in seeds]
-        values = [run_value(r, c.metric) for r in runs]
+        runs = [RunRecord.from_dict(records[c.label, s]) for s in seeds]
+        values = [r.score(c.metric) for r in runs]
+        mean, std = mean_std(values)
         rows.append({"task": c.task, "experiment": str(c.experiment), "metric": c.metric, "mode": c.mode,
                      "search_rank": c.search_rank, "trial_id": c.trial_id, **c.params, "search_value": c.search_value,
                      "search_seed": c.config.seed, "seeds": " ".join(map(str, seeds)),
-                     "values": " ".join(f"{v:.6g}" for v in values), "mean": statistics.fmean(values),
-                     "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                     "n_completed": sum(r.get("status") == "completed" for r in runs),
-                     "statuses": " ".join(str(r.get("status", "unknown")) for r in runs), "confirmed": False})
+                     "values": " ".join(f"{v:.6g}" for v in values), "mean": mean, "std": std,
+                     "n_completed": sum(r.completed for r in runs),
+                     "statuses": " ".join(r.status for r in runs), "confirmed": False})
     params = list(dict.fromkeys(p for c in candidates for p in c.params))
     table = pd.DataFrame(rows, columns=[*COLUMNS[:6], *params, *COLUMNS[6:]])
     for _, group in table.groupby("experiment", sort=False):
@@ -205,15 +185,15 @@ def to_markdown(table: pd.DataFrame) -> str:
     """The table as GitHub Markdown: accuracies in percent, the confirmed pick in bold."""
     params = [c for c in table.columns if c not in COLUMNS]
     header = ["task", "rank in search", "trial", *params, "search (1 seed)", "confirmed: mean ± std", "seeds", "pick"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * (len(params) + 2) + ["---"] * 2) + "|"]
+    rows = []
     for row in table.to_dict("records"):
         unit = " %" if row["metric"].endswith("_acc") else ""
         mean_std = f"{_fmt(row['mean'], row['metric'])} ± {_fmt(row['std'], row['metric'])}{unit}"
         cells = [row["task"], str(row["search_rank"]), row["trial_id"], *(f"{row[p]:.4g}" for p in params),
                  f"{_fmt(row['search_value'], row['metric'])}{unit} (seed {row['search_seed']})",
                  f"**{mean_std}**" if row["confirmed"] else mean_std, row["seeds"], "confirmed" if row["confirmed"] else ""]
-        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append(cells)
+    return markdown_table(header, rows, "lll" + "r" * (len(params) + 2))
 
 
 def output_paths(out_dir: str | Path, tasks: Sequence[str]) -> list[Path]:
@@ -227,7 +207,7 @@ def write_confirmation(table: pd.DataFrame, candidates: Sequence[Candidate], out
     (every file is checked before the first is written). Returns the paths written."""
     tasks = list(dict.fromkeys(c.task for c in candidates))
     paths = output_paths(out_dir, tasks)
-    check_new(paths)
+    check_output(out_dir, "--out", folder=True, new=[p.name for p in paths])
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     with open(paths[0], "x", newline="") as fh:
         table.to_csv(fh, index=False)

@@ -2,8 +2,8 @@
 
 The orchestration of Ray only: options, searcher, scheduler, resources. An experiment's files
 (``experiment.json``, ``trials.csv``, ``best_config.json`` in ``<storage_path>/<name>/<task>/``)
-and the best-trial rule are owned by :mod:`tune.schema`; the tidy outputs are built by
-:mod:`tune.outputs` and written through :mod:`tune.storage`.
+and the best-trial rule are owned by :mod:`ssot.results`; the tidy outputs are built by
+:mod:`tune.outputs` and written through :mod:`ssot.results.storage`.
 """
 from __future__ import annotations
 
@@ -15,22 +15,26 @@ from typing import Any
 
 from ray import tune as ray_tune
 
-from ssot.config import SSOTConfig
+from ssot.cli import check_output
+from ssot.config import PATH_FIELDS, SSOTConfig
 from ssot.data import build_task
-from ssot.errors import ConfigError, SSOTError, check_output
-from tune import schema, storage
-from ssot.validators import DIRECTIONS, LABEL_FREE, SEARCH_METRICS
+from ssot.data.registry import dataset_of
+from ssot.errors import ConfigError, SSOTError
+from ssot.results import metrics, storage
+from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
+from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
+from ssot.results.trials import ERRORED, RUNNING
 from tune import space as spaces
+
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
-from tune.live import (DropEndedCheckpoints, LiveOutputs, TrialLines, optuna_storage, public_url,  # noqa: F401
-                       study_name)
+from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
+from tune.study import check_study, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
 DEFAULT_MAX_FAILURES = 2
-PATH_FIELDS = ("data_root", "features_path", "pretrained_path", "source_dir", "target_dir")
 _USER_ENV = frozenset(os.environ)  # Ray settings the user chose are left alone
 
 
@@ -60,9 +64,9 @@ class SearchOptions:
     name: str | None = None
     resume: bool = False
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
-    metric: str = schema.DEFAULT_METRIC  # what the search optimises and selects on (tune.schema.METRICS)
+    metric: str = DEFAULT_METRIC  # what the search optimises and selects on (ssot.results.metrics)
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
-    optuna_storage: str | None = None  # database URL of the Optuna study (tune.live.optuna_storage), e.g. sqlite:///optuna.db
+    optuna_storage: str | None = None  # database URL of the Optuna study (tune.study.optuna_storage), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
     #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its
     #: last checkpoint before it counts as errored (Ray's FailureConfig.max_failures).
@@ -92,8 +96,8 @@ class SearchOptions:
                                   f"--cpus-per-trial and --gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
-        if self.metric not in schema.selectable_metrics():
-            raise ConfigError(f"The 'metric' parameter must be one of {', '.join(schema.selectable_metrics())}. Got {self.metric!r} instead.")
+        if self.metric not in metrics.selectable_metrics():
+            raise ConfigError(f"The 'metric' parameter must be one of {', '.join(metrics.selectable_metrics())}. Got {self.metric!r} instead.")
         spaces.validate_space(self.space)
         if self.optuna_storage is not None and self.search == "grid":
             raise ConfigError("--optuna-storage stores the study of --search tpe or random; --search grid uses no Optuna study.")
@@ -105,7 +109,7 @@ class SearchOptions:
 
 def experiment_root(options: SearchOptions) -> str:
     """``<storage_path>/<name>`` with local paths made absolute (Ray requires it)."""
-    root_dir = options.storage_path if "://" in options.storage_path else str(Path(options.storage_path).resolve())
+    root_dir = options.storage_path if storage.is_uri(options.storage_path) else str(Path(options.storage_path).resolve())
     return storage.join(root_dir, options.name or f"ssot-{options.task}")
 
 
@@ -114,7 +118,7 @@ def base_config(options: SearchOptions) -> SSOTConfig:
     """The task's defaults with ``options.base`` applied, local paths made absolute."""
     base = dict(options.base)
     for key in PATH_FIELDS:
-        if base.get(key) and "://" not in str(base[key]):
+        if base.get(key) and not storage.is_uri(base[key]):
             base[key] = str(Path(base[key]).expanduser().resolve())
     if not base.get("num_threads"):  # a trial's CPU share, recorded in its config and best_config.json
         base["num_threads"] = max(1, int(options.cpus_per_trial))
@@ -175,7 +179,7 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
     stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
-    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=schema.metric(options.metric).direction,
+    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
                             sampler=sampler, points_to_evaluate=points, **stored)
     # The searcher proposes a trial only when a slot is free, so TPE learns from every result
     # reported before (ConcurrencyLimiter: some Ray releases also ignored
@@ -214,15 +218,10 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     import ray
 
     options.validate()
-    if "://" not in options.storage_path:
-        check_output(options.storage_path, "--storage-path", folder=True)
-    else:  # an unreachable store, a missing bucket or no credentials: one line, before any trial
-        try:
-            storage.check_storage(options.storage_path)
-        except storage.StorageError as exc:
-            raise SSOTError(str(exc)) from None
+    # a file in the way, no permission, an unreachable store, a missing bucket, no credentials: one line, before any trial
+    check_output(options.storage_path, "--storage-path", folder=True)
     if address:
-        _check_reachable(address)
+        check_reachable(address)
     base = base_config(options)
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
@@ -230,13 +229,13 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
                           f"Use a label-free metric: {', '.join(LABEL_FREE)}.")
     root = experiment_root(options)
     path = storage.join(root, base.task)
-    exists = storage.exists(storage.join(path, schema.EXPERIMENT_FILE)) or storage.exists(path)
+    exists = storage.exists(storage.join(path, EXPERIMENT_FILE)) or storage.exists(path)
     if exists and not options.resume:
         raise SSOTError(f"Experiment {path} already exists. Pass --resume to continue it, or choose another --name.")
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
     if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
-        _check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
+        check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
@@ -268,7 +267,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ray.shutdown()
 
 
-def _check_reachable(address: str, timeout: float = 5.0) -> None:
+def check_reachable(address: str, timeout: float = 5.0) -> None:
     """Refuse within ``timeout`` seconds an explicit ``HOST:PORT`` where nothing listens (``ray.init``
     would wait for ever, deaf to Ctrl-C); ``auto`` and ``ray://`` addresses are left to Ray."""
     import socket
@@ -284,27 +283,18 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
                         "(`ray status` on the head node).") from None
 
 
-def _check_study(url: str, name: str, *, new: bool) -> None:
-    import optuna
-
-    names = optuna.study.get_all_study_names(optuna_storage(url))
-    if new and name in names:
-        raise SSOTError(f"--optuna-storage {url} already holds a study {name!r} (an earlier search of this name); "
-                        "choose another --name or another --optuna-storage, or pass --resume to continue that search.")
-
-
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
          resume: bool) -> SearchOutcome:
     epochs = base.epochs
-    info = storage.read_json(storage.join(path, schema.EXPERIMENT_FILE)) if resume else None
-    if info is not None and info.get("status") == schema.FINISHED:
+    info = storage.read_json(storage.join(path, EXPERIMENT_FILE)) if resume else None
+    if info is not None and info.get("status") == FINISHED:
         done = collect(path)  # older experiments were marked finished with errored trials in them
-        if done.trials.empty or not (done.trials["status"] == schema.ERRORED).any():
+        if done.trials.empty or not (done.trials["status"] == ERRORED).any():
             print(f"{base.task}: experiment {path} already finished; nothing to resume.")
             return done
     cache_dir = storage.join(root, "_pretrained")  # local, NFS or object storage: every node shares it
     if info is None:
-        info = schema.new_meta(task=base.task, dataset=_dataset_of(base.task), name=root.rsplit("/", 1)[-1],
+        info = new_meta(task=base.task, dataset=dataset_of(base.task), name=root.rsplit("/", 1)[-1],
                                search=options.search, space=options.space, max_epochs=epochs,
                                num_samples=options.num_samples, metric_name=options.metric,
                                early_stop=options.early_stop, grace_period=options.grace_period,
@@ -320,7 +310,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=schema.metric(options.metric).direction, search_alg=_searcher(options, base, slots, info.get("optuna_study")), scheduler=_scheduler(options, epochs),
+                metric=options.metric, mode=metrics.metric(options.metric).direction, search_alg=_searcher(options, base, slots, info.get("optuna_study")), scheduler=_scheduler(options, epochs),
                 num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
@@ -332,9 +322,9 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
                 failure_config=ray_tune.FailureConfig(max_failures=options.max_failures),
             ),
         )
-    info["status"] = schema.RUNNING
+    info["status"] = RUNNING
     info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
-    storage.write_text(storage.join(path, schema.EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
+    storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
     results = tuner.fit()
     trials = _ray_trials(path)
     finished = len(trials) >= expected_trials(info) and all(t.status in ("TERMINATED", "ERROR") for t in trials)
@@ -344,12 +334,6 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
 
 
 # ---------------------------------------------------------------------------- small helpers
-def _dataset_of(task: str) -> str:
-    from ssot.data import dataset_of
-
-    return dataset_of(task)
-
-
 def _ray_trials(path: str) -> list:
     """Ray's trials as its saved state (``path``) has them, statuses and failure counts included;
     none when nothing ran."""

@@ -5,61 +5,52 @@
     python tune/export.py s3://bucket/ssot --out CONFIG_DIR      # experiments in object storage
 
 An experiment is a folder holding ``experiment.json``, ``trials.csv`` and ``best_config.json``
-(see DESIGN.md, "Search"); experiments are found by searching RESULTS_DIR recursively. For each
-task, the exported ``CONFIG_DIR/<task>.json`` is the ``best_config.json`` of one finished
+(:mod:`ssot.results.experiment`); experiments are found by searching RESULTS_DIR recursively. For
+each task, the exported ``CONFIG_DIR/<task>.json`` is the ``best_config.json`` of one finished
 experiment, validated through :class:`ssot.config.SSOTConfig` and written back, so it is exactly
 a valid config for ``python tune/final.py`` and ``python -m ssot.train --config``.
 
-Each experiment's best trial follows the one best-trial rule of :mod:`tune.schema` (recomputed
-from ``trials.csv``: the best final-epoch value of the experiment's selection metric among trials
-that reached the last epoch, ties to the lowest trial id), so it is the trial whose config is in
-``best_config.json``. When several finished experiments exist for a task, the one whose best
-trial has the highest final-epoch ``target_acc`` is chosen (ties: the first folder in path order).
-Experiments still running, or whose files are unreadable, are skipped with a one-line warning.
-Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
+Each experiment's best trial follows the one best-trial rule of :mod:`ssot.results.trials`
+(recomputed from ``trials.csv``: the best final-epoch value of the experiment's selection metric
+among trials that reached the last epoch, ties to the lowest trial id), so it is the trial whose
+config is in ``best_config.json``. When several finished experiments exist for a task, the one
+whose best trial has the highest final-epoch ``target_acc`` is chosen (ties: the first folder in
+path order). Experiments still running, or whose files are unreadable, are skipped with a
+one-line warning. Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from ssot import cli  # noqa: E402
 from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import SSOTError, check_output, one_line  # noqa: E402
-from tune import schema, storage  # noqa: E402
-from tune.results import ResultsError, check_new  # noqa: E402
+from ssot.errors import ResultsError, SSOTError, one_line  # noqa: E402
+from ssot.results import storage  # noqa: E402
+from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, Experiment, check_finished, read_experiment  # noqa: E402
 
-__all__ = [
-    "Experiment",
-    "Exported",
-    "ExportReport",
-    "find_experiments",
-    "load_experiment",
-    "choose_per_task",
-    "export_best_configs",
-    "main",
-]
+__all__ = ["ExportCandidate", "Exported", "ExportReport", "read_candidates", "load_experiment", "choose_per_task",
+           "export_best_configs", "main"]
+
 
 @dataclass(frozen=True)
-class Experiment:
-    """A finished experiment that can be exported.
+class ExportCandidate:
+    """A finished experiment whose best config can be exported.
 
     Attributes
     ----------
-    path : the experiment folder.
+    path : the experiment folder (its URI in object storage).
     task : its task (from ``experiment.json``).
     config : its validated best config.
     accuracy : final-epoch ``target_acc`` (fraction) of its best trial; NaN if none.
-    best_trial : the id of that trial under the rule of :mod:`tune.schema` (``None`` if no trial counts).
+    best_trial : the id of that trial under the best-trial rule (``None`` if no trial counts).
     """
 
     path: Path | str
@@ -89,22 +80,26 @@ class ExportReport:
 
 
 # ------------------------------------------------------------------------------------ reading
-def find_experiments(root: str | Path) -> list[Path]:
-    """Every experiment folder under ``root`` (:func:`tune.schema.find_experiments`).
+def read_candidates(results_dir: str | Path) -> list[Experiment]:
+    """Every experiment under ``results_dir`` (a folder, or a URI such as ``s3://bucket/prefix``),
+    read through :func:`ssot.results.storage.read_experiments`.
 
     Raises
     ------
     ResultsError
-        If ``root`` is not an existing folder.
+        If ``results_dir`` is not a folder, holds no experiment, or the storage cannot be read.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise ResultsError(f"The results folder {root} does not exist or is not a folder. Pass the folder the search wrote its experiments to.")
-    return schema.find_experiments(root)
+    try:
+        found = storage.read_experiments(results_dir)
+    except storage.StorageError as exc:
+        raise ResultsError(str(exc)) from None
+    if not found:
+        raise ResultsError(f"No experiment (no {EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its experiments to.")
+    return found
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Read one finished experiment folder (with :func:`tune.schema.read_experiment`).
+def load_experiment(experiment: Experiment | str | Path) -> ExportCandidate:
+    """The export candidate of one finished experiment (a folder, or one read already).
 
     Raises
     ------
@@ -112,46 +107,34 @@ def load_experiment(path: str | Path) -> Experiment:
         If the experiment is not finished, or one of its files is missing, unreadable or
         invalid (the message names the file and the reason, without a trailing period).
     """
-    path = Path(path)
-    files = schema.read_experiment(path)
-    errors = [p for p in files.problems if p.severity == "error"]
-    meta = files.meta
-    if meta is None:
-        raise ResultsError(f"{errors[0].path} {errors[0].message}")
-    if not meta.get("task"):
-        raise ResultsError(f"{path / schema.EXPERIMENT_FILE} has no 'task'")
-    if meta.get("status") != schema.FINISHED:
-        raise ResultsError(f"its status is {meta.get('status')!r}, not {schema.FINISHED!r}")
-    if errors:
-        raise ResultsError(f"{errors[0].path} {errors[0].message}".rstrip("."))
+    experiment = check_finished(experiment if isinstance(experiment, Experiment) else read_experiment(experiment))
+    path = experiment.path
     try:
-        config = SSOTConfig.from_dict(files.best_config, source=str(path / schema.BEST_CONFIG_FILE))
+        config = SSOTConfig.from_dict(experiment.best_config, source=f"{path}/{BEST_CONFIG_FILE}")
     except SSOTError as exc:
         raise ResultsError(str(exc).rstrip(".")) from None
-    task = str(meta["task"])
-    if config.task != task:
-        raise ResultsError(f"{path / schema.BEST_CONFIG_FILE} is for task {config.task!r} but the experiment is for {task!r}")
-    params = list(dict.fromkeys([*schema.PARAMS, *(meta.get("space") or {})]))
-    row = schema.best_trial(schema.trial_table(files.trials, files.max_epochs, params), files.metric)
+    if config.task != experiment.task:
+        raise ResultsError(f"{path}/{BEST_CONFIG_FILE} is for task {config.task!r} but the experiment is for {experiment.task!r}")
+    row = experiment.best_trial()
     if row is None:
-        return Experiment(path=path, task=task, config=config, accuracy=math.nan, best_trial=None)
-    return Experiment(path=path, task=task, config=config, accuracy=float(row["target_acc"]), best_trial=str(row["trial_id"]))
+        return ExportCandidate(path=path, task=experiment.task, config=config, accuracy=math.nan, best_trial=None)
+    return ExportCandidate(path=path, task=experiment.task, config=config, accuracy=float(row["target_acc"]),
+                           best_trial=str(row["trial_id"]))
 
 
-def _rank(experiment: Experiment) -> float:
-    return experiment.accuracy if math.isfinite(experiment.accuracy) else -math.inf
+def _rank(candidate: ExportCandidate) -> float:
+    return candidate.accuracy if math.isfinite(candidate.accuracy) else -math.inf
 
 
-def choose_per_task(experiments: Sequence[Experiment]) -> dict[str, tuple[Experiment, int]]:
-    """The best experiment of each task and the number of candidates it was chosen from.
+def choose_per_task(candidates: Sequence[ExportCandidate]) -> dict[str, tuple[ExportCandidate, int]]:
+    """The best candidate of each task and the number of candidates it was chosen from.
 
-    The best is the highest final-epoch accuracy of its best trial (:func:`tune.schema.best_trial`);
-    an experiment without a trial that reached the last epoch ranks last; ties go to the first
-    folder in path order.
+    The best is the highest final-epoch accuracy of its best trial; an experiment without a
+    trial that reached the last epoch ranks last; ties go to the first folder in path order.
     """
-    by_task: dict[str, list[Experiment]] = {}
-    for experiment in experiments:
-        by_task.setdefault(experiment.task, []).append(experiment)
+    by_task: dict[str, list[ExportCandidate]] = {}
+    for candidate in candidates:
+        by_task.setdefault(candidate.task, []).append(candidate)
     return {task: (max(group, key=_rank), len(group)) for task, group in sorted(by_task.items())}
 
 
@@ -164,7 +147,7 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     ----------
     results_dir : str or Path
         Folder searched recursively for experiment folders, or a URI such as ``s3://bucket/prefix``
-        (read through :func:`tune.storage.local_experiments`).
+        (:func:`read_candidates`).
     config_dir : str or Path
         Folder receiving one config per task (created if needed).
     overwrite : bool
@@ -183,33 +166,25 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         If no experiment is found, none is finished and readable, or a target file exists and
         ``overwrite`` is false (checked before anything is written).
     """
-    check_output(config_dir, "--out", folder=True)
+    cli.check_output(config_dir, "--out", folder=True)
     report = ExportReport()
-    try:
-        with storage.local_experiments(results_dir) as local:  # a URI (s3://...): its small files copied locally
-            def shown(folder: Path) -> Path | str:
-                return storage.shown_path(results_dir, local, folder)
-
-            folders = find_experiments(local)
-            if not folders:
-                raise ResultsError(f"No experiment (no {schema.EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its experiments to.")
-            loaded = []
-            for folder in folders:
-                try:
-                    loaded.append(dataclasses.replace(load_experiment(folder), path=shown(folder)))
-                except ResultsError as exc:
-                    report.skipped.append(f"skipped {shown(folder)}: {exc}")
-                    if warn is not None:
-                        warn(report.skipped[-1])
-    except storage.StorageError as exc:
-        raise ResultsError(str(exc)) from None
+    found = read_candidates(results_dir)
+    loaded = []
+    for experiment in found:
+        try:
+            loaded.append(load_experiment(experiment))
+        except ResultsError as exc:
+            report.skipped.append(f"skipped {experiment.path}: {exc}")
+            if warn is not None:
+                warn(report.skipped[-1])
     if not loaded:
-        raise ResultsError(f"No finished, readable experiment among the {len(folders)} under {results_dir}.")
+        raise ResultsError(f"No finished, readable experiment among the {len(found)} under {results_dir}.")
     chosen = choose_per_task(loaded)
     config_dir = Path(config_dir)
     targets = {task: config_dir / f"{task}.json" for task in chosen}
     if not overwrite:
-        check_new(list(targets.values()), hint="pass --overwrite to replace it or choose another --out")
+        cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()],
+                         hint="pass --overwrite to replace it or choose another --out")
     config_dir.mkdir(parents=True, exist_ok=True)
     for task, (experiment, n) in chosen.items():
         experiment.config.to_json(targets[task])
@@ -232,17 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point; returns the exit status (2 on a user error)."""
-    args = build_parser().parse_args(argv)
-    try:
-        report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
-                                     warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
+    """Command line entry point (``ssot-export``); the exit status of :mod:`ssot.cli`."""
+    return cli.command(build_parser(), export, argv)
+
+
+def export(args: argparse.Namespace) -> int:
+    """The command's work: :func:`export_best_configs`, one line per exported config."""
+    report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
+                                 warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
     for item in report.exported:
         print(_describe(item))
-    return 0
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

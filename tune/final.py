@@ -10,33 +10,33 @@ Each config (a ``<task>.json`` written by ``tune/export.py`` or ``tune/confirm.p
 file) is trained once per seed with :func:`ssot.trainer.run`. Each run record is written to
 ``RESULTS_DIR/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
 there is reused instead of retrained, so an interrupted final run continues where it stopped by
-rerunning the same command. The table (:mod:`tune.results`) is written to
+rerunning the same command. The table (:mod:`ssot.results.final_table`) is written to
 ``RESULTS_DIR/results.csv`` and ``RESULTS_DIR/results.md``; existing tables are never
-overwritten. User errors print one line and exit with status 2; the status is 1 when a run did
-not complete (diverged).
+overwritten. Exit statuses: :mod:`ssot.cli` (2: bad input, refused before training; 1: a run did
+not complete, diverged).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ssot.config import SSOTConfig
-from ssot.errors import SSOTError, check_output, one_line
-from tune.results import ResultsError, check_new, check_seeds, result_paths, results_table, to_markdown, write_results
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from ssot import cli  # noqa: E402
+from ssot.config import RUNTIME_FIELDS, SSOTConfig  # noqa: E402
+from ssot.errors import ResultsError  # noqa: E402
+from ssot.results.final_table import result_paths, results_table, to_markdown, write_results  # noqa: E402
+from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new  # noqa: E402
 
 __all__ = [
-    "RUNS_DIR",
-    "RUNTIME_FIELDS",
     "collect_configs",
     "apply_overrides",
     "feature_caches",
-    "run_record_path",
     "read_run_record",
     "final_runs",
     "run_all",
@@ -44,12 +44,6 @@ __all__ = [
     "main",
 ]
 
-#: Sub-folder of the results folder holding one run record per (task, seed).
-RUNS_DIR = "runs"
-
-#: Config fields that choose where or how fast a run executes, not what it computes: a reused
-#: run record may differ from the requested config in these.
-RUNTIME_FIELDS: tuple[str, ...] = ("device", "num_workers", "data_root", "eval_batch_size")
 
 Log = Callable[[str], None]
 
@@ -106,63 +100,31 @@ def feature_caches(paths: Sequence[str | Path]) -> dict[str, Path]:
 
 
 # ------------------------------------------------------------------------------------ run records
-def run_record_path(out_dir: str | Path, task: str, seed: int) -> Path:
-    """``out_dir/runs/<task>_seed<seed>.json``."""
-    return Path(out_dir) / RUNS_DIR / f"{task}_seed{seed}.json"
-
-
-def read_run_record(path: Path, expected: SSOTConfig) -> dict[str, Any]:
-    """Read a run record written earlier and check that it ran ``expected``.
+def read_run_record(path: Path, expected: SSOTConfig) -> RunRecord:
+    """A run record written earlier, checked to have run ``expected`` (except in
+    :data:`ssot.config.RUNTIME_FIELDS` (the config's ``runtime`` group)): :func:`ssot.results.record.read_reusable`.
 
     Raises
     ------
     ResultsError
         If the file is unreadable or not a finished run record, or its config differs from
-        ``expected`` in a field other than :data:`RUNTIME_FIELDS`.
+        ``expected`` in a field other than :data:`ssot.config.RUNTIME_FIELDS` (the config's ``runtime`` group).
     """
-    hint = "move it away to retrain this seed"
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"The run record {path} cannot be read ({exc}); {hint}.") from None
-    if not isinstance(record, dict) or not {"config", "epochs", "status"} <= set(record):
-        raise ResultsError(f"{path} is not a run record (no config, epochs and status); {hint}.")
-    stored, wanted = record["config"], expected.to_dict()
-    differ = sorted(k for k in wanted if k not in RUNTIME_FIELDS and stored.get(k) != wanted[k])
-    if differ:
-        detail = ", ".join(f"{k}={stored.get(k)!r} instead of {wanted[k]!r}" for k in differ[:3])
-        raise ResultsError(f"The run record {path} was trained with {detail}; {hint}, or pass the same config and flags.")
-    return record
+    return read_reusable(path, expected.to_dict(), RUNTIME_FIELDS)
 
 
-def _write_new_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` to ``path`` atomically; never replaces an existing file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    try:
-        os.link(tmp, path)  # fails if path exists
-    except FileExistsError:
-        raise ResultsError(f"{path} appeared while training; the new run is kept in {tmp}.") from None
-    except OSError:  # file system without hard links
-        if path.exists():
-            raise ResultsError(f"{path} appeared while training; the new run is kept in {tmp}.") from None
-        os.replace(tmp, path)
-        return
-    tmp.unlink()
-
-
-def _describe(task: str, seed: int, record: dict[str, Any]) -> str:
-    final = record["epochs"][-1]["target_acc"] if record["epochs"] else None
-    base = record.get("source_only_target_acc")
+def _describe(task: str, seed: int, record: dict[str, Any] | RunRecord) -> str:
+    record = RunRecord.from_dict(record)
+    final = record.epochs[-1]["target_acc"] if record.epochs else None
+    base = record.source_only_target_acc
     acc = f"target_acc {final:.4f}" if final is not None else "no adaptation epoch"
     base_text = f"source-only {base:.4f}" if base is not None else "no source-only accuracy"
-    reason = f": {record.get('reason')}" if record["status"] != "completed" else ""
-    return f"{task} seed {seed}: {acc} ({base_text}), {record['status']}{reason}"
+    reason = f": {record.reason}" if not record.completed else ""
+    return f"{task} seed {seed}: {acc} ({base_text}), {record.status}{reason}"
 
 
 def final_runs(config: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
-               log: Log = print) -> list[dict[str, Any]]:
+               log: Log = print) -> list[RunRecord]:
     """Train ``config`` once per seed, or reuse the run records already in ``out_dir/runs``.
 
     Parameters
@@ -172,14 +134,14 @@ def final_runs(config: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
     seeds : sequence of int
         The seeds.
     out_dir : str or Path
-        The results folder; each new record is written to :func:`run_record_path` as soon as
+        The results folder; each new record is written to :func:`ssot.results.record.run_path` as soon as
         its run ends.
     log : callable
         Receives one progress line per seed.
 
     Returns
     -------
-    list of dict
+    list of RunRecord
         The run records, in the order of ``seeds``.
     """
     from ssot.trainer import run  # torch is imported only when something trains
@@ -187,21 +149,21 @@ def final_runs(config: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
     records = []
     for seed in seeds:
         cfg = config.replace(seed=seed)
-        path = run_record_path(out_dir, cfg.task, seed)
+        path = run_path(out_dir, cfg.task, seed)
         if path.exists():
             record = read_run_record(path, cfg)
             log(f"{_describe(cfg.task, seed, record)} [reused {path}]")
         else:
             start = time.perf_counter()
-            record = run(cfg)
-            _write_new_json(path, record)
+            record = RunRecord.from_dict(run(cfg))
+            write_new(path, record)
             log(f"{_describe(cfg.task, seed, record)} [{time.perf_counter() - start:.1f} s, wrote {path}]")
         records.append(record)
     return records
 
 
 def run_all(configs: Sequence[SSOTConfig], seeds: Sequence[int], out_dir: str | Path, *,
-            log: Log = print) -> dict[str, list[dict[str, Any]]]:
+            log: Log = print) -> dict[str, list[RunRecord]]:
     """:func:`final_runs` for every config; returns task -> run records (in config order)."""
     return {config.task: final_runs(config, seeds, out_dir, log=log) for config in configs}
 
@@ -214,7 +176,8 @@ def _train(config_dict: dict[str, Any]) -> dict[str, Any]:
 
 
 def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num_cpus: int | None = None, address: str | None = None,
-                 cpus_per_run: float = 1.0, gpus_per_run: float | None = 0.0, log: Log = print) -> dict[tuple[str, int], dict[str, Any]]:
+                 cpus_per_run: float = 1.0, gpus_per_run: float | None = 0.0, max_concurrent: int | None = None,
+                 log: Log = print) -> dict[tuple[str, int], RunRecord]:
     """Run records of every job ``key -> (config, record path)``: the existing records are reused
     (checked with :func:`read_run_record`), the others are trained as Ray tasks and each written
     to its path as soon as it ends, so rerunning an interrupted call continues it.
@@ -232,15 +195,17 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
         Each run's resource request (``tune/search.py``'s ``--cpus-per-trial`` and
         ``--gpus-per-trial``: ``None`` is one GPU if the cluster has GPUs, else none); a request
         the cluster can never meet is refused at once. Runs given a GPU run on ``cuda``.
+    max_concurrent : int, optional
+        Most runs at once (default: as many as the resources allow; 1 makes their times comparable).
     log : callable
         Receives one line per run.
 
     Returns
     -------
     dict
-        key -> run record, in the order of ``jobs``.
+        key -> :class:`~ssot.results.record.RunRecord`, in the order of ``jobs``.
     """
-    records: dict[tuple[str, int], dict[str, Any]] = {}
+    records: dict[tuple[str, int], RunRecord] = {}
     todo: dict[tuple[str, int], tuple[SSOTConfig, Path]] = {}
     for key, (cfg, path) in jobs.items():
         if path.exists():
@@ -251,10 +216,10 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
     if todo:
         import ray
 
-        from tune.experiment import SearchOptions, _check_reachable, check_resources
+        from tune.experiment import SearchOptions, check_reachable, check_resources
 
         if address:
-            _check_reachable(address)
+            check_reachable(address)
         started_here = not ray.is_initialized()
         if started_here:
             ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
@@ -263,14 +228,18 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
             gpus = check_resources(SearchOptions(task="", gpus_per_trial=gpus_per_run, cpus_per_trial=cpus_per_run))
             remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_train)
             start = time.perf_counter()
-            pending = {remote.remote(c.replace(**({"device": "cuda"} if gpus > 0 else {})).to_dict()): key
-                       for key, (c, _) in todo.items()}
-            while pending:
+            waiting = list(todo)
+            pending: dict[Any, tuple[str, int]] = {}
+            while waiting or pending:
+                while waiting and (max_concurrent is None or len(pending) < max_concurrent):
+                    key = waiting.pop(0)
+                    config = todo[key][0].replace(**({"device": "cuda"} if gpus > 0 else {}))
+                    pending[remote.remote(config.to_dict())] = key
                 done, _ = ray.wait(list(pending), num_returns=1)
                 key = pending.pop(done[0])
                 cfg, path = todo[key]
-                records[key] = ray.get(done[0])
-                _write_new_json(path, records[key])
+                records[key] = RunRecord.from_dict(ray.get(done[0]))
+                write_new(path, records[key])
                 log(f"{key[0]}: {_describe(cfg.task, cfg.seed, records[key])} [{time.perf_counter() - start:.0f} s, wrote {path}]")
         finally:
             if started_here:
@@ -282,37 +251,32 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python tune/final.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="+", type=Path, help="config files, or folders of <task>.json (tune/export.py --out)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the final runs (default: 0 1 2)")
+    cli.add_seeds(parser, help="seeds of the final runs")
     parser.add_argument("--out", type=Path, required=True, help="results folder: runs/, results.csv, results.md")
     parser.add_argument("--epochs", type=int, help="override the configs' adaptation epochs (quick checks)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="override the configs' device")
+    cli.add_device(parser)
     parser.add_argument("--features", type=Path, nargs="+", metavar="PATH",
                         help="run on feature caches (python -m ssot.features), one per task, instead of images")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point; returns 0, 1 (a run did not complete) or 2 (user error)."""
-    args = build_parser().parse_args(argv)
-    try:
-        check_seeds(args.seeds)
-        check_output(args.out, "--out", folder=True)
-        check_new(list(result_paths(args.out)))
-        caches = feature_caches(args.features) if args.features else None
-        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collect_configs(args.configs)]
-        records = run_all(configs, args.seeds, args.out)
-        table = results_table(records)
-        csv_path, md_path = write_results(table, args.out)
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"interrupted; finished runs are kept in {args.out / RUNS_DIR}, rerun the same command to continue", file=sys.stderr)
-        return 130
+def final(args: argparse.Namespace) -> int:
+    """The command's work: check the outputs, train or reuse every (config, seed), write the table."""
+    cli.check_seeds(args.seeds)
+    cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)])
+    caches = feature_caches(args.features) if args.features else None
+    configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collect_configs(args.configs)]
+    records = run_all(configs, args.seeds, args.out)
+    table = results_table(records)
+    csv_path, md_path = write_results(table, args.out)
     print(to_markdown(table), end="")
     print(f"wrote {csv_path} and {md_path}")
-    statuses = [r["status"] for rs in records.values() for r in rs]
-    return 0 if all(s == "completed" for s in statuses) else 1
+    return cli.runs_status(r for rs in records.values() for r in rs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``ssot-final``); the exit status of :mod:`ssot.cli` (1: a run diverged)."""
+    return cli.command(build_parser(), final, argv, kept=lambda args: args.out / RUNS_DIR)
 
 
 if __name__ == "__main__":

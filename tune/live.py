@@ -1,21 +1,18 @@
-"""Live views of a running search: the tidy files after each finished trial, and an Optuna study.
+"""Live views of a running search: the tidy files after each finished trial.
 
 ``trials.csv`` and ``best_config.json`` (the best trial *so far*, under the best-trial rule of
-:mod:`tune.schema`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
+:mod:`ssot.results.trials`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
 ``experiment.json`` says ``running``: a search of hours can be read (``analysis/``,
 ``tune/confirm.py`` refuses it until it finishes) as it goes. The final files are written when
 the search ends (:func:`tune.outputs.write_outputs`).
 
-``--optuna-storage sqlite:///PATH`` keeps the TPE/random searcher's Optuna study in a database
-(:func:`optuna_storage`), so that ``optuna-dashboard sqlite:///PATH`` shows the search live;
-the study's name is ``<experiment name>/<task>`` (:func:`study_name`).
+The other live view of a search, its Optuna study in a database, is :mod:`tune.study`.
 
 The search's other callbacks live here too: :class:`TrialLines` (one printed line per ended or
 restarted trial) and :class:`DropEndedCheckpoints` (checkpoints of ended trials removed).
 """
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,53 +21,10 @@ from typing import Any
 import pandas as pd
 from ray import tune as ray_tune
 
-from ssot.errors import ConfigError, check_output
-from tune import schema, storage
+from ssot.results import storage
+from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
+from ssot.results.trials import COMPLETED, RUNNING
 from tune.outputs import best_config, collect, trial_frame
-
-#: Database URLs an Optuna study can be stored at (SQLAlchemy's form ``dialect[+driver]://...``).
-STORAGE_URL = re.compile(r"^(sqlite|postgresql|mysql)(\+\w+)?://")
-
-
-def optuna_storage(url: str) -> Any:
-    """The Optuna storage at ``url``, created (with its tables) now, so a bad URL fails before the search.
-
-    Raises
-    ------
-    ConfigError
-        If ``url`` is not a database URL (``sqlite:///PATH``, ``postgresql://...``,
-        ``mysql://...``), a sqlite file cannot be created there, or the database refuses it.
-    """
-    import optuna
-
-    hint = "Use e.g. sqlite:///optuna.db (three slashes, then a path)"
-    if not isinstance(url, str) or not STORAGE_URL.match(url):
-        raise ConfigError(f"The '--optuna-storage' parameter must be a database URL such as sqlite:///PATH. Got {url!r} instead. {hint}.")
-    if url.startswith("sqlite"):
-        path = url.split(":///", 1)[1] if ":///" in url else ""
-        if not path or path.startswith(":memory:"):
-            raise ConfigError(f"The '--optuna-storage' parameter must name a sqlite file, sqlite:///PATH. Got {url!r} instead. {hint}.")
-        check_output(path, "--optuna-storage", folder=False)
-        if Path(path).is_dir():
-            raise ConfigError(f"--optuna-storage {url}: {path} is a folder, not a database file. {hint}.")
-    try:
-        return optuna.storages.RDBStorage(url)
-    except Exception as exc:  # noqa: BLE001 - SQLAlchemy and drivers raise many kinds
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"--optuna-storage {url} cannot be opened as an Optuna storage ({first}). {hint}.") from None
-
-
-def public_url(url: str) -> str:
-    """``url`` as ``experiment.json`` records it: a password in it is masked (``***``)."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
-
-
-def study_name(experiment_name: str, task: str) -> str:
-    """The Optuna study of one task's search: ``<experiment name>/<task>``."""
-    return f"{experiment_name}/{task}"
-
 
 class LiveOutputs(ray_tune.Callback):
     """Rewrite ``trials.csv`` and ``best_config.json`` atomically after each finished trial.
@@ -90,7 +44,7 @@ class LiveOutputs(ray_tune.Callback):
         self.failed = False
 
     def setup(self, **info: Any) -> None:
-        done = collect(self.path).trials if storage.exists(storage.join(self.path, schema.TRIALS_FILE)) else None
+        done = collect(self.path).trials if storage.exists(storage.join(self.path, TRIALS_FILE)) else None
         self.previous = done if done is not None and len(done) else None
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
@@ -115,8 +69,8 @@ class LiveOutputs(ray_tune.Callback):
                                     metrics_dataframe=pd.DataFrame(self.history.get(t, []))) for t in ids]
 
         parts = [trial_frame(results(ended), self.info, finished=ended) for ended in (True, False)]
-        running = parts[1]["status"] == schema.COMPLETED  # at the last epoch, but not ended yet
-        parts[1].loc[running, "status"] = schema.RUNNING
+        running = parts[1]["status"] == COMPLETED  # at the last epoch, but not ended yet
+        parts[1].loc[running, "status"] = RUNNING
         new = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else parts[0]
         return _merge(self.previous, new)
 
@@ -126,13 +80,13 @@ class LiveOutputs(ray_tune.Callback):
         try:
             frame = self.frame()
             best, _ = best_config(frame, self.info) if len(frame) else (None, None)
-            texts = schema.experiment_texts(self.info, frame, best.to_dict() if best else None)
-            for name in (schema.TRIALS_FILE, schema.BEST_CONFIG_FILE):  # experiment.json stays 'running'
+            texts = experiment_texts(self.info, frame, best.to_dict() if best else None)
+            for name in (TRIALS_FILE, BEST_CONFIG_FILE):  # experiment.json stays 'running'
                 if name in texts:
                     storage.write_text_atomic(storage.join(self.path, name), texts[name])
         except Exception as exc:  # noqa: BLE001 - a live view must not end a search of hours
             if not self.failed:
-                print(f"warning: live {schema.TRIALS_FILE} not written ({type(exc).__name__}: {exc}); "
+                print(f"warning: live {TRIALS_FILE} not written ({type(exc).__name__}: {exc}); "
                       "it is written when the search ends", file=sys.stderr, flush=True)
             self.failed = True
 

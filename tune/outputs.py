@@ -1,7 +1,7 @@
 """An experiment's tidy outputs, from Ray's results: ``trials.csv``, ``best_config.json``, the summary.
 
 Pure results work (no Ray import, no training): the format itself and the best-trial rule are
-owned by :mod:`tune.schema`; files are written through :mod:`tune.storage`.
+owned by :mod:`ssot.results`; files are written through :mod:`ssot.results.storage`.
 """
 from __future__ import annotations
 
@@ -12,8 +12,13 @@ from typing import Any
 
 import pandas as pd
 
+from ssot import cli
 from ssot.config import SSOTConfig
-from tune import schema, storage
+from ssot.results import storage
+from ssot.results import trials as trial_model
+from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, experiment_texts, hyperparameters, now, read_experiment
+from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
+from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
 
 
 @dataclass
@@ -29,27 +34,18 @@ class SearchOutcome:
     @property
     def status(self) -> str:
         """``experiment.json``'s status: ``finished``, ``errored`` or ``running``."""
-        return str(self.info.get("status") or (schema.FINISHED if self.finished else schema.RUNNING))
+        return str(self.info.get("status") or (FINISHED if self.finished else RUNNING))
 
 
-#: Exit statuses of ``tune/search.py`` (2, a user mistake, is refused before any work).
-EXIT_OK, EXIT_ERRORED, EXIT_USER, EXIT_NOTHING_USABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-def exit_status(outcome: SearchOutcome) -> int:
-    """0: every trial ended and none errored; 1: some trials errored (fix, then ``--resume``);
-    3: every trial ended but none reached a result (all errored or diverged); 130: interrupted
-    (Ctrl-C) or not every trial ended (``--resume`` continues)."""
-    if outcome.status == schema.RUNNING:
-        return EXIT_INTERRUPTED
+def exit_status_of(outcome: SearchOutcome) -> int:
+    """A search's exit status (:mod:`ssot.cli`): 0 every trial ended and none errored; 1 some
+    trials errored (fix, then ``--resume``); 3 every trial ended but none reached a result (all
+    errored or diverged); 130 interrupted (Ctrl-C) or not every trial ended (``--resume`` continues)."""
+    if outcome.status == RUNNING:
+        return cli.EXIT_INTERRUPTED
     if outcome.best_config is None:
-        return EXIT_NOTHING_USABLE
-    return EXIT_ERRORED if outcome.status == schema.ERRORED else EXIT_OK
-
-
-def hyperparameters(info: dict[str, Any]) -> list[str]:
-    """The columns of hyperparameters in ``trials.csv``: the paper's four, then the searched ones."""
-    return list(dict.fromkeys([*schema.PARAMS, *info["space"]]))
+        return cli.EXIT_NO_RESULT
+    return cli.EXIT_FAILED if outcome.status == ERRORED else cli.EXIT_OK
 
 
 def expected_trials(info: dict[str, Any]) -> int:
@@ -74,9 +70,9 @@ def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.Dat
         common = {"task": info["task"], "trial_id": _trial_id(result), "search": info["search"],
                   **{h: params.get(h) for h in hyper}}
         for rec in records or [{"epoch": math.nan}]:
-            rows.append({**common, "epoch": rec.get("epoch"), **{m: rec.get(m, math.nan) for m in schema.METRIC_COLUMNS},
-                         schema.PREDICTIONS_COLUMN: rec.get(schema.PREDICTIONS_COLUMN), "status": status, "reason": reason})
-    frame = pd.DataFrame(rows, columns=schema.trial_columns(hyper))
+            rows.append({**common, "epoch": rec.get("epoch"), **{m: rec.get(m, math.nan) for m in METRIC_COLUMNS},
+                         PREDICTIONS_COLUMN: rec.get(PREDICTIONS_COLUMN), "status": status, "reason": reason})
+    frame = pd.DataFrame(rows, columns=trial_columns(hyper))
     return frame.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
 
 
@@ -89,25 +85,25 @@ def _trial_id(result: Any) -> str:
 
 def _status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
     if records and int(records[-1].get("diverged", 0) or 0):
-        return schema.DIVERGED, str(records[-1].get("reason", ""))
+        return DIVERGED, str(records[-1].get("reason", ""))
     if error is not None:
         text = str(error).strip()
-        return schema.ERRORED, text.splitlines()[-1][:300] if text else type(error).__name__
+        return ERRORED, text.splitlines()[-1][:300] if text else type(error).__name__
     if records and int(records[-1].get("epoch", 0)) >= max_epochs:
-        return schema.COMPLETED, ""
-    return (schema.EARLY_STOPPED, "") if finished else (schema.RUNNING, "")
+        return COMPLETED, ""
+    return (EARLY_STOPPED, "") if finished else (RUNNING, "")
 
 
 def trial_table(frame: pd.DataFrame, info: dict[str, Any]) -> pd.DataFrame:
-    """:func:`tune.schema.trial_table` of an experiment's rows."""
-    return schema.trial_table(frame, int(info["max_epochs"]), hyperparameters(info))
+    """:func:`ssot.results.trials.trial_table` of an experiment's rows."""
+    return trial_model.trial_table(frame, int(info["max_epochs"]), hyperparameters(info))
 
 
 def best_config(frame: pd.DataFrame, info: dict[str, Any]) -> tuple[SSOTConfig | None, str | None]:
-    """The full config of the trial the best-trial rule picks (:mod:`tune.schema`), and its id."""
+    """The full config of the trial the best-trial rule picks (:mod:`ssot.results.trials`), and its id."""
     if frame.empty:
         return None, None
-    row = schema.best_trial(trial_table(frame, info), info.get("metric", schema.DEFAULT_METRIC))
+    row = trial_model.best_trial(trial_table(frame, info), info.get("metric", DEFAULT_METRIC))
     if row is None:
         return None, None
     return trial_config(row, info), str(row["trial_id"])
@@ -131,8 +127,8 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
     counts = table["status"].value_counts().to_dict()
     lines = [f"{info['task']}: {len(table)} trials (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"]
     lines += retry_lines(info)
-    chosen = schema.metric(info.get("metric", schema.DEFAULT_METRIC))
-    best = schema.ranked_trials(table, chosen.name).head(top)
+    chosen = metric(info.get("metric", DEFAULT_METRIC))
+    best = trial_model.ranked_trials(table, chosen.name).head(top)
     label = f", {chosen.label}" if chosen.label else ""
     baseline = pd.to_numeric(table.get("source_only_target_acc"), errors="coerce").dropna().mean()
     lines.append(f"  top {len(best)} trials by final {chosen.name} ({chosen.direction}{label}; ties to the lowest "
@@ -158,18 +154,18 @@ def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished
     """Write ``trials.csv``, ``best_config.json`` and ``experiment.json`` (last, with the status)."""
     best, trial_id = best_config(frame, info)
     info["best_trial"] = trial_id
-    errored = bool(len(frame)) and (frame["status"] == schema.ERRORED).any()
-    info["status"] = (schema.ERRORED if errored else schema.FINISHED) if finished else schema.RUNNING
-    info["finished"] = schema.now() if finished else None
-    for name, text in schema.experiment_texts(info, frame, best.to_dict() if best else None).items():
+    errored = bool(len(frame)) and (frame["status"] == ERRORED).any()
+    info["status"] = (ERRORED if errored else FINISHED) if finished else RUNNING
+    info["finished"] = now() if finished else None
+    for name, text in experiment_texts(info, frame, best.to_dict() if best else None).items():
         storage.write_text_atomic(storage.join(path, name), text)
-    return SearchOutcome(path, frame, best, info["status"] == schema.FINISHED, info)
+    return SearchOutcome(path, frame, best, info["status"] == FINISHED, info)
 
 
 def collect(path: str) -> SearchOutcome:
     """Re-read the outputs of an experiment folder (local or remote)."""
-    files = schema.read_experiment(path, read=lambda name: storage.read_text(storage.join(path, name)))
+    files = read_experiment(path, read=lambda name: storage.read_text(storage.join(path, name)))
     info = files.meta or {}
-    best = SSOTConfig.from_dict(files.best_config, source=f"{path}/{schema.BEST_CONFIG_FILE}") if files.best_config else None
+    best = SSOTConfig.from_dict(files.best_config, source=f"{path}/{BEST_CONFIG_FILE}") if files.best_config else None
     frame = files.trials if files.trials is not None else pd.DataFrame()
-    return SearchOutcome(path, frame, best, info.get("status") == schema.FINISHED, info)
+    return SearchOutcome(path, frame, best, info.get("status") == FINISHED, info)

@@ -20,23 +20,16 @@ import json
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: import the project, not this folder's modules
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]
-    sys.path.insert(0, str(_here.parent))
+if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot.errors import ConfigError, SSOTError, one_line  # noqa: E402
+from ssot import cli  # noqa: E402
+from ssot.data.registry import searched_tasks  # noqa: E402
+from ssot.errors import ConfigError  # noqa: E402
+from ssot.results.metrics import SEARCH_METRICS  # noqa: E402
 from tune import space as spaces  # noqa: E402
-from ssot.validators import SEARCH_METRICS  # noqa: E402
-from tune.experiment import DEFAULT_MAX_FAILURES, SearchOptions, run_search  # noqa: E402
-from tune.outputs import (  # noqa: E402
-    EXIT_ERRORED,
-    EXIT_INTERRUPTED,
-    EXIT_NOTHING_USABLE,
-    EXIT_OK,
-    exit_status,
-    summary_lines,
-)
+from tune.experiment import DEFAULT_MAX_FAILURES, SEARCHES, SearchOptions, run_search  # noqa: E402
+from tune.outputs import exit_status_of, summary_lines  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--task", required=True, help="a task (digits, P2H, H2P, A2W, P2I, Ar2Cl, S2R...) or a dataset (embedded, office31, imageclef, officehome, visda2017)")
     p.add_argument("--num-samples", type=int, help="trials per task (default 20); with --search grid: repeats of the grid (default 1)")
-    p.add_argument("--search", choices=["tpe", "grid", "random"], default="tpe")
+    p.add_argument("--search", choices=SEARCHES, default="tpe")
     g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
     g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
     g.add_argument("--lambda-ent-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
@@ -68,11 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reduction-factor", type=int, default=3)
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
-    r.add_argument("--gpus-per-trial", type=float, help="GPUs per trial, fractions allowed (0.25 packs 4 trials per GPU); default 1 if the cluster has GPUs else 0")
-    r.add_argument("--cpus-per-trial", type=float, default=1.0)
+    cli.add_trial_resources(r)
     r.add_argument("--max-concurrent", type=int, help="most trials running at once")
-    r.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
-    r.add_argument("--address", help="join an existing Ray cluster ('auto' or host:port)")
+    cli.add_ray_flags(r)
     r.add_argument("--trial-resources", type=_resources, default={}, metavar="JSON",
                    help="custom Ray resources per trial, e.g. '{\"worker_node\": 1}' to run trials only on nodes started with "
                         "ray start --resources '{\"worker_node\": N}'")
@@ -152,41 +143,37 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
 
 
 _STATES = {
-    EXIT_OK: "finished",
-    EXIT_ERRORED: "some trials errored: fix the cause (each trial's error.txt) and rerun with --resume",
-    EXIT_NOTHING_USABLE: "no trial reached a result (all errored or diverged)",
-    EXIT_INTERRUPTED: "interrupted: rerun with --resume to continue",
+    cli.EXIT_OK: "finished",
+    cli.EXIT_FAILED: "some trials errored: fix the cause (each trial's error.txt) and rerun with --resume",
+    cli.EXIT_NO_RESULT: "no trial reached a result (all errored or diverged)",
+    cli.EXIT_INTERRUPTED: "interrupted: rerun with --resume to continue",
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the searches; the exit status is the worst of theirs (see :func:`tune.outputs.exit_status`)."""
-    from ssot.data import tasks_of_dataset
-
-    args = build_parser().parse_args(argv)
+def search(args: argparse.Namespace) -> int:
+    """The command's work: one search per task (every task of a dataset); the worst status."""
     tasks, name = [args.task], args.name
-    if tasks_of_dataset(args.task) is not None:
-        tasks, name = tasks_of_dataset(args.task), args.name or f"ssot-{args.task}"
-    worst = EXIT_OK
-    try:
-        for task in tasks:
-            kind = "oracle: ranks trials with target labels" if args.metric == "target_acc" else "label-free validator"
-            print(f"{task}: selecting on {args.metric} ({kind})", flush=True)
-            outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
-            print("\n".join(summary_lines(outcome.trials, outcome.info or {"task": task})))
-            code = exit_status(outcome)
-            print(f"  {_STATES[code]}; table {outcome.path}/trials.csv"
-                  + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
-            worst = max(worst, code)
-            if code == EXIT_INTERRUPTED:
-                break
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: rerun with --resume to continue", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    if searched_tasks(args.task) is not None:
+        tasks, name = searched_tasks(args.task), args.name or f"ssot-{args.task}"
+    worst = cli.EXIT_OK
+    for task in tasks:
+        kind = "oracle: ranks trials with target labels" if args.metric == "target_acc" else "label-free validator"
+        print(f"{task}: selecting on {args.metric} ({kind})", flush=True)
+        outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
+        print("\n".join(summary_lines(outcome.trials, outcome.info or {"task": task})))
+        code = exit_status_of(outcome)
+        print(f"  {_STATES[code]}; table {outcome.path}/trials.csv"
+              + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+        worst = max(worst, code)
+        if code == cli.EXIT_INTERRUPTED:
+            break
     return worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point (``ssot-search``): the worst status of the searches
+    (:func:`tune.outputs.exit_status_of`, the table of :mod:`ssot.cli`)."""
+    return cli.command(build_parser(), search, argv, interrupted="rerun with --resume to continue")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The search space: DESIGN.md's ranges, as plain specs, Optuna distributions or a Ray grid.
+"""The search space: the ranges of the search (below), as plain specs, Optuna distributions or a Ray grid.
 
 A space is a dict ``{config_field: spec}``; a spec is one of::
 
@@ -27,7 +27,7 @@ WIDTHS = [64, 128, 256, 512, 1024]
 
 
 def default_space() -> Space:
-    """DESIGN.md's space: lambdas log-uniform on [1e-3, 10], eps on [1e-2, 10], width in 64..1024."""
+    """The default space: lambdas log-uniform on [1e-3, 10] (around the paper's grid {1e-3, ..., 10}), eps on [1e-2, 10], width in 64..1024."""
     return {
         "lambda_ot": {"type": "loguniform", "low": 1e-3, "high": 10.0},
         "lambda_ent": {"type": "loguniform", "low": 1e-3, "high": 10.0},

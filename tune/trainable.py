@@ -9,7 +9,7 @@ sampled, the rest constant) plus private keys starting with ``_``:
     the pretraining (identical results, since pretraining does not depend on the searched fields).
 
 A diverging trial (non-finite loss) reports ``target_acc = 0.0`` and every validator at
-:func:`ssot.validators.worst_value` (finite, so
+:func:`ssot.results.metrics.worst_value` (finite, so
 ASHA can cut it and Optuna can learn from it rather than leave the trial RUNNING), with
 ``diverged = 1`` and the reason, then stops. Ray restarts a trial from its last checkpoint.
 """
@@ -25,13 +25,12 @@ from typing import Any
 import torch
 from ray import tune
 
-from ssot.config import CONFIG_FIELDS, SSOTConfig
+from ssot.config import CONFIG_FIELDS, TASK_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import DivergedError
+from ssot.results import storage
+from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
 from ssot.trainer import Trainer
-from ssot.validators import EPOCH_VALIDATORS, worst_value
-from tune import storage
-from tune.schema import REPORTED_METRICS
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
 REPORTED = ("epoch", *REPORTED_METRICS)
@@ -80,10 +79,10 @@ def _number(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-#: The task data of the last trial this worker process ran, by :data:`TASK_FIELDS`: Ray reuses
-#: actors between trials (``reuse_actors=True``), so a trial of the same task skips rebuilding it.
+#: The task data of the last trial this worker process ran, by the config's ``task`` group
+#: (:data:`ssot.config.TASK_FIELDS`): Ray reuses actors between trials (``reuse_actors=True``), so
+#: a trial of the same task skips rebuilding it.
 _TASK_CACHE: dict[str, TaskData] = {}
-TASK_FIELDS = ("task", "data_root", "features_path", "image_size", "resize_size", "source_dir", "target_dir")
 
 
 def _task_of(config: SSOTConfig) -> TaskData:
@@ -103,7 +102,7 @@ def trial_dirname(trial: Any) -> str:
 
 def _pretrain(trainer: Trainer, cache_dir: str | None) -> None:
     """Pretrain, or load the source-only model another trial already stored in ``cache_dir``
-    (a local folder or a URI such as ``s3://bucket/exp/_pretrained``, through :mod:`tune.storage`:
+    (a local folder or a URI such as ``s3://bucket/exp/_pretrained``, through :mod:`ssot.results.storage`:
     on a cluster every node shares it)."""
     if not cache_dir:
         trainer.pretrain()

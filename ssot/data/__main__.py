@@ -4,10 +4,10 @@
     python -m ssot.data fetch visda2017 --data-root DIR
     python -m ssot.data fetch officehome --data-root DIR --archive ~/Downloads/OfficeHomeDataset_10072016.zip
 
-Exit status: 0 every checked task can run; 1 the data is there but at least one checked task
-cannot run (the lines say why); 2 a user mistake (bad argument, missing data root or archive
-file, no direct link and no ``--archive``, a destination that already exists); 3 a download or
-verification failed (network error, size or checksum mismatch, damaged archive).
+Exit statuses (:mod:`ssot.cli`): 0 every checked task can run; 1 the data is there but at least
+one checked task cannot run (the lines say why); 2 a user mistake (bad argument, missing data root
+or archive file, no direct link and no ``--archive``, a destination that already exists); 4 a
+download or verification failed (network error, size or checksum mismatch, damaged archive).
 ``fetch`` runs the check of its dataset afterwards (unless ``--no-check``) and exits with its
 status.
 """
@@ -17,15 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from ssot.errors import SSOTError, one_line
-
-EXIT_OK, EXIT_TASK_BLOCKED, EXIT_USER, EXIT_FETCH = 0, 1, 2, 3
+from ssot import cli
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ssot.data.benchmarks import DATA_ROOT_ENV, DATASETS
+    from ssot.data.benchmarks import DATA_ROOT_ENV
     from ssot.data.check import DEFAULT_SAMPLE
     from ssot.data.fetch import MIRROR_ENV
+    from ssot.data.registry import BENCHMARKS
 
     parser = argparse.ArgumentParser(prog="python -m ssot.data", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -33,13 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     fetch = sub.add_parser("fetch", help="download or ingest an official archive, verify, unpack")
     for p in (check, fetch):
         p.add_argument("--data-root", default=None, help=f"data root (default: ${DATA_ROOT_ENV})")
-    check.add_argument("--dataset", action="append", choices=list(DATASETS),
+    check.add_argument("--dataset", action="append", choices=list(BENCHMARKS),
                        help="check only this dataset (repeatable; default: all four)")
     check.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
                        help=f"images opened per domain to find unreadable ones ({DEFAULT_SAMPLE})")
     check.add_argument("--all-images", action="store_true", help="open every image")
     check.add_argument("--quiet", action="store_true", help="print only problems and the summary")
-    fetch.add_argument("dataset", choices=list(DATASETS))
+    fetch.add_argument("dataset", choices=list(BENCHMARKS))
     fetch.add_argument("--archive", type=Path, action="append", default=[],
                        help="an archive downloaded by hand (repeatable: VisDA has two)")
     fetch.add_argument("--mirror", default=None,
@@ -63,34 +62,23 @@ def _run_check(root: Path, datasets: list[str] | None, sample: int | None, quiet
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """Command line entry point (``ssot-data``); the exit status of :mod:`ssot.cli`."""
+    return cli.command(_parser(), data, argv, interrupted="a partial download is kept and resumed by the same command")
+
+
+def data(args: argparse.Namespace) -> int:
+    """The command's work: check the data root, or fetch a dataset and check it."""
     from ssot.data.benchmarks import resolve_data_root
     from ssot.data.check import DEFAULT_SAMPLE
-    from ssot.data.fetch import FetchError, fetch_dataset
+    from ssot.data.fetch import fetch_dataset
 
-    try:
-        if args.command == "check":
-            root = resolve_data_root(args.data_root)
-            return _run_check(root, args.dataset, None if args.all_images else args.sample,
-                              args.quiet)
-        if args.data_root:
-            root = Path(args.data_root).expanduser()
-        else:
-            root = resolve_data_root(None)
-        fetch_dataset(args.dataset, root, archive_paths=args.archive, mirror=args.mirror,
-                      sha256=args.sha256, progress=not args.no_progress,
-                      keep_download=args.keep_download)
-        return EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=False)
-    except FetchError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_FETCH
-    except SSOTError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_USER
-    except KeyboardInterrupt:
-        print("interrupted (a partial download is kept and resumed by the same command)",
-              file=sys.stderr)
-        return 130
+    if args.command == "check":
+        root = resolve_data_root(args.data_root)
+        return _run_check(root, args.dataset, None if args.all_images else args.sample, args.quiet)
+    root = Path(args.data_root).expanduser() if args.data_root else resolve_data_root(None)
+    fetch_dataset(args.dataset, root, archive_paths=args.archive, mirror=args.mirror, sha256=args.sha256,
+                  progress=not args.no_progress, keep_download=args.keep_download)
+    return cli.EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=False)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Image-list files
 ----------------
 A list file holds one ``relative/path.jpg <label>`` pair per line (blank lines and lines starting
 with ``#`` are skipped). ``<label>`` must be the alphabetical class index used here (the position
-in ``DATASETS[name].classes``). For **any** dataset, a file ``<root>/<dataset>/list/<domain>.txt``
+in ``ssot.data.registry.DATASETS[name].classes``). For **any** dataset, a file ``<root>/<dataset>/list/<domain>.txt``
 or ``<root>/<dataset>/list/<domain>List.txt`` (``<domain>`` is the domain *folder* name, e.g.
 ``amazon``, ``Real_World``, ``train``, ``c``), when it exists, is used instead of the folder scan.
 ImageCLEF-DA always needs its list files. A listed path is resolved, in order, relative to
@@ -30,9 +30,8 @@ keeps only the samples of the dataset's partial target classes.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from PIL import Image
@@ -42,160 +41,12 @@ from torchvision import transforms as T
 from ssot.data.base import TaskData
 from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
     IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders)
+from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
 from ssot.errors import ConfigError, DataError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 DATA_ROOT_ENV = "SSOT_DATA_ROOT"
-EMBEDDED_TASK = "digits"
-
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Static description of one benchmark.
-
-    Attributes
-    ----------
-    name : folder name under the data root, e.g. ``"office31"``.
-    title : human name used in messages, e.g. ``"Office-31"``.
-    url : where the dataset is published.
-    domains : domain letter (as in task names) -> domain folder name.
-    classes : the K class names in label order (alphabetical, Python ``sorted``).
-    target_class_names : the classes kept in the (partial) target domain.
-    image_subdir : folder between the domain folder and the class folders (``"images"`` or ``""``).
-    layout : the released layout of one domain, ``{domain}`` standing for its folder name.
-    list_required : whether the domain must be described by a list file (ImageCLEF-DA).
-    """
-
-    name: str
-    title: str
-    url: str
-    domains: dict[str, str]
-    classes: tuple[str, ...]
-    target_class_names: tuple[str, ...]
-    image_subdir: str = ""
-    layout: str = "{domain}/<class>/*.jpg"
-    list_required: bool = False
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.classes)
-
-    @property
-    def target_classes(self) -> list[int]:
-        """Sorted label indices of the partial target classes."""
-        return sorted(self.classes.index(c) for c in self.target_class_names)
-
-    def describe_layout(self, folder: str) -> str:
-        """The expected layout of domain ``folder``, relative to the data root."""
-        return f"{self.name}/" + self.layout.format(domain=folder)
-
-
-@dataclass(frozen=True)
-class BenchmarkTask:
-    """One adaptation task: ``source`` and ``target`` are domain folder names of ``dataset``."""
-
-    name: str
-    dataset: str
-    source: str
-    target: str
-
-
-_OFFICE31_CLASSES = (
-    "back_pack bike bike_helmet bookcase bottle calculator desk_chair desk_lamp desktop_computer "
-    "file_cabinet headphones keyboard laptop_computer letter_tray mobile_phone monitor mouse mug "
-    "paper_notebook pen phone printer projector punchers ring_binder ruler scissors speaker "
-    "stapler tape_dispenser trash_can"
-).split()
-_OFFICEHOME_CLASSES = (
-    "Alarm_Clock Backpack Batteries Bed Bike Bottle Bucket Calculator Calendar Candles Chair "
-    "Clipboards Computer Couch Curtains Desk_Lamp Drill Eraser Exit_Sign Fan File_Cabinet "
-    "Flipflops Flowers Folder Fork Glasses Hammer Helmet Kettle Keyboard Knives Lamp_Shade Laptop "
-    "Marker Monitor Mop Mouse Mug Notebook Oven Pan Paper_Clip Pen Pencil Postit_Notes Printer "
-    "Push_Pin Radio Refrigerator Ruler Scissors Screwdriver Shelf Sink Sneakers Soda Speaker Spoon "
-    "TV Table Telephone ToothBrush Toys Trash_Can Webcam"
-).split()
-_IMAGECLEF_CLASSES = (
-    "aeroplane bike bird boat bottle bus car dog horse monitor motorbike people"
-).split()
-_VISDA_CLASSES = (
-    "aeroplane bicycle bus car horse knife motorcycle person plant skateboard train truck"
-).split()
-
-DATASETS: dict[str, DatasetSpec] = {
-    "office31": DatasetSpec(
-        name="office31", title="Office-31",
-        url="https://faculty.cc.gatech.edu/~judy/domainadapt/",
-        domains={"A": "amazon", "D": "dslr", "W": "webcam"},
-        classes=tuple(sorted(_OFFICE31_CLASSES)),
-        target_class_names=("back_pack", "bike", "calculator", "headphones", "keyboard",
-                            "laptop_computer", "monitor", "mouse", "mug", "projector"),
-        image_subdir="images", layout="{domain}/images/<class>/*.jpg",
-    ),
-    "imageclef": DatasetSpec(
-        name="imageclef", title="ImageCLEF-DA",
-        url="https://www.imageclef.org/2014/adaptation",
-        domains={"C": "c", "I": "i", "P": "p"},
-        classes=tuple(sorted(_IMAGECLEF_CLASSES)),
-        target_class_names=tuple(sorted(_IMAGECLEF_CLASSES)[:6]),
-        layout="{domain}/*.jpg with imageclef/list/{domain}List.txt", list_required=True,
-    ),
-    "officehome": DatasetSpec(
-        name="officehome", title="Office-Home",
-        url="https://www.hemanthdv.org/officeHomeDataset.html",
-        domains={"Ar": "Art", "Cl": "Clipart", "Pr": "Product", "Rw": "Real_World"},
-        classes=tuple(sorted(_OFFICEHOME_CLASSES)),
-        target_class_names=tuple(sorted(_OFFICEHOME_CLASSES)[:25]),
-    ),
-    "visda2017": DatasetSpec(
-        name="visda2017", title="VisDA-2017",
-        url="https://github.com/VisionLearningGroup/taskcv-2017-public",
-        domains={"S": "train", "R": "validation"},
-        classes=tuple(sorted(_VISDA_CLASSES)),
-        target_class_names=tuple(sorted(_VISDA_CLASSES)[:6]),
-        layout="{domain}/<class>/*",
-    ),
-}
-
-_TASK_PAIRS = {
-    "office31": ["A2W", "D2W", "W2D", "A2D", "D2A", "W2A"],
-    "imageclef": ["I2P", "P2I", "I2C", "C2I", "C2P", "P2C"],
-    "officehome": [f"{s}2{t}" for s in ("Ar", "Cl", "Pr", "Rw")
-                   for t in ("Ar", "Cl", "Pr", "Rw") if s != t],
-    "visda2017": ["S2R", "R2S"],
-}
-
-
-def _make_task(dataset: str, name: str) -> BenchmarkTask:
-    src, tgt = name.split("2")
-    domains = DATASETS[dataset].domains
-    return BenchmarkTask(name=name, dataset=dataset, source=domains[src], target=domains[tgt])
-
-
-TASKS: dict[str, BenchmarkTask] = {
-    name: _make_task(ds, name) for ds, names in _TASK_PAIRS.items() for name in names
-}
-VALID_TASK_NAMES: tuple[str, ...] = (EMBEDDED_TASK, *TASKS)
-
-
-def tasks_of(dataset_name: str) -> list[str]:
-    """Names of the tasks of one benchmark, e.g. ``tasks_of("visda2017") == ["S2R", "R2S"]``."""
-    if dataset_name not in DATASETS:
-        raise ConfigError(f"Unknown dataset {dataset_name!r}. Valid datasets: "
-                          f"{', '.join(DATASETS)}.")
-    return [name for name, task in TASKS.items() if task.dataset == dataset_name]
-
-
-def get_task(name: str) -> BenchmarkTask:
-    """Look up a benchmark task by name (case-insensitive: ``"ar2cl"`` is ``"Ar2Cl"``)."""
-    by_lower = {key.lower(): task for key, task in TASKS.items()}
-    if name.lower() in by_lower:
-        return by_lower[name.lower()]
-    if name == EMBEDDED_TASK:
-        raise ConfigError(f"Task {name!r} is the embedded task, not an image benchmark; "
-                          "build it with the digits builder, not build_benchmark_task.")
-    raise ConfigError(f"Unknown task {name!r}. Valid tasks: {', '.join(VALID_TASK_NAMES)}.")
 
 
 def resolve_data_root(data_root: str | Path | None) -> Path:
@@ -253,7 +104,8 @@ def load_rgb(path: Path) -> Image.Image:
         raise DataError(f"cannot read image {path}: {reason}; remove or replace the file") from exc
 
 
-def _check_sizes(image_size: int, resize_size: int) -> None:
+def check_sizes(image_size: int, resize_size: int) -> None:
+    """Refuse image sizes the transforms cannot use (scikit-learn-style one-line :class:`ConfigError`)."""
     if not isinstance(image_size, int) or image_size < 1:
         raise ConfigError(f"The 'image_size' parameter must be a positive int. "
                           f"Got {image_size!r} instead.")
@@ -275,13 +127,13 @@ def eval_transform(image_size: int = 224,
                       T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
-def build_benchmark_task(task: str, data_root: str | Path | None = None, *,
+def build_benchmark_task(name: str, data_root: str | Path | None = None, *,
                          image_size: int = 224, resize_size: int = 256) -> TaskData:
     """Build one of the 26 benchmark tasks from images under the data root.
 
     Parameters
     ----------
-    task : task name, e.g. ``"A2W"``, ``"P2I"``, ``"Ar2Cl"``, ``"S2R"``.
+    name : task name, e.g. ``"A2W"``, ``"P2I"``, ``"Ar2Cl"``, ``"S2R"``.
     data_root : data root; ``None`` reads ``$SSOT_DATA_ROOT``.
     image_size : side of the square crops fed to the network.
     resize_size : side the evaluation transform resizes to before its centre crop.
@@ -296,8 +148,11 @@ def build_benchmark_task(task: str, data_root: str | Path | None = None, *,
     ConfigError : unknown task name or bad sizes.
     DataError : missing data root, dataset, domain, list file, class or unknown class folder.
     """
-    spec_task = get_task(task)
-    _check_sizes(image_size, resize_size)
+    spec_task = task(name)
+    if not spec_task.spec.on_disk:
+        raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
+                          f"({', '.join(BENCHMARKS)}); build it with ssot.data.build_task.")
+    check_sizes(image_size, resize_size)
     root = resolve_data_root(data_root)
     spec = DATASETS[spec_task.dataset]
     source = find_domain_samples(root, spec, spec_task.source)
@@ -318,3 +173,9 @@ def build_benchmark_task(task: str, data_root: str | Path | None = None, *,
         target_classes=spec.target_classes,
         input_shape=(3, image_size, image_size),
     )
+
+
+def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
+    """The builder of the registry's benchmark datasets: :func:`build_benchmark_task` of ``config``."""
+    return build_benchmark_task(spec_task.name, config.data_root, image_size=config.image_size,
+                                resize_size=config.resize_size)

@@ -5,8 +5,8 @@ every dataset and domain it counts the images found (either layout, :mod:`ssot.d
 against the published count, lists missing or empty classes, opens a sample of the images (all
 with ``--all-images``), and then says which tasks can run. One line per problem.
 
-Published image counts (:data:`PUBLISHED_COUNTS`)
--------------------------------------------------
+Published image counts (:attr:`ssot.data.registry.DatasetSpec.published_counts`)
+-------------------------------------------------------------------------------
 - Office-31: amazon 2817, dslr 498, webcam 795 (4652 in all) -- Saenko et al. (2010), the
   counts repeated by every Office-31 description, e.g. jindongwang/transferlearning
   ``data/dataset.md``.
@@ -32,21 +32,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ssot.data.benchmarks import DATASETS, TASKS, load_rgb
-from ssot.data.layouts import (RELEASED_FOLDER, Sample, dataset_bases, find_domain_samples,
-                               locate_domain)
+from ssot.data.benchmarks import load_rgb
+from ssot.data.layouts import Sample, dataset_bases, find_domain_samples, locate_domain
+from ssot.data.registry import BENCHMARKS, DATASETS, TASKS
 from ssot.errors import ConfigError, DataError
 
-#: (dataset, domain folder) -> number of images in the released dataset (sources above).
-PUBLISHED_COUNTS: dict[tuple[str, str], int] = {
-    ("office31", "amazon"): 2817, ("office31", "dslr"): 498, ("office31", "webcam"): 795,
-    ("officehome", "Art"): 2427, ("officehome", "Clipart"): 4365,
-    ("officehome", "Product"): 4439, ("officehome", "Real_World"): 4357,
-    ("imageclef", "c"): 600, ("imageclef", "i"): 600, ("imageclef", "p"): 600,
-    ("visda2017", "train"): 152_397, ("visda2017", "validation"): 55_388,
-}
-#: ImageCLEF-DA: 50 images per class in every domain (Long et al. 2017).
-PUBLISHED_PER_CLASS: dict[str, int] = {"imageclef": 50}
 DEFAULT_SAMPLE = 20
 
 
@@ -81,7 +71,7 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when every checked task can run, 1 when at least one cannot."""
+        """0 when every checked task can run, 1 when at least one cannot (:mod:`ssot.cli`)."""
         return 1 if self.blocked else 0
 
 
@@ -111,14 +101,14 @@ def check_domain(root: Path, dataset: str, folder: str, report: CheckReport,
                  sample: int | None) -> DomainReport:
     """Check one domain, appending its lines to ``report``."""
     spec = DATASETS[dataset]
-    shown = f"{dataset}/{RELEASED_FOLDER.get((dataset, folder), folder)}"
+    shown = f"{dataset}/{spec.released_folders.get(folder, folder)}"
     try:
         samples = find_domain_samples(root, spec, folder)
     except DataError as exc:
         report.problem(f"{shown}: {exc}")
         return DomainReport(blocker=f"{shown} cannot be loaded")
     out = DomainReport(samples=samples)
-    published = PUBLISHED_COUNTS.get((dataset, folder))
+    published = spec.published_counts.get(folder)
     counts = Counter(label for _, label in samples)
     if published is not None and len(samples) != published:
         diff = published - len(samples)
@@ -129,7 +119,7 @@ def check_domain(root: Path, dataset: str, folder: str, report: CheckReport,
     listed = _released_list_count(root, dataset, folder)
     if listed is not None and listed != len(samples):
         report.problem(f"{shown}: image_list.txt lists {listed} images, {len(samples)} found")
-    per_class = PUBLISHED_PER_CLASS.get(dataset)
+    per_class = spec.published_per_class
     where = locate_domain(root, spec, folder)
     for k, name in enumerate(spec.classes):
         if counts[k] == 0:
@@ -186,10 +176,10 @@ def check_data(root: Path, datasets: list[str] | None = None,
     -------
     CheckReport; its ``exit_code`` is 1 when a checked task cannot run.
     """
-    names = list(DATASETS) if not datasets else datasets
+    names = list(BENCHMARKS) if not datasets else datasets
     for name in names:
-        if name not in DATASETS:
-            raise ConfigError(f"Unknown dataset {name!r}. Valid datasets: {', '.join(DATASETS)}.")
+        if name not in BENCHMARKS:
+            raise ConfigError(f"Unknown dataset {name!r}. Valid datasets: {', '.join(BENCHMARKS)}.")
     if sample is not None and sample < 0:
         raise ConfigError(f"The 'sample' parameter must be an int >= 0. Got {sample} instead.")
     report = CheckReport()
@@ -206,7 +196,7 @@ def check_data(root: Path, datasets: list[str] | None = None,
         for folder in spec.domains.values():
             domains[(name, folder)] = check_domain(root, name, folder, report, sample)
     for task, spec_task in TASKS.items():
-        if spec_task.dataset not in names:
+        if spec_task.dataset not in names:  # only the checked benchmarks' tasks
             continue
         reason = _task_blocker(task, domains)
         if reason is None:

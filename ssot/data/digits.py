@@ -15,21 +15,26 @@ real but leaves the classes recognisable, so adaptation has something to recover
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 import torchvision.transforms.functional as TF
 from torch.utils.data import TensorDataset
 
 from ssot.data.base import TaskData
+from ssot.data.registry import DATASETS, TaskSpec
 
-TARGET_CLASSES = [0, 1, 2, 3, 4]
+#: The target's classes (the registry's ``digits`` spec): 0..4.
+TARGET_CLASSES: list[int] = DATASETS["digits"].target_classes
 ROTATION_DEG = 20.0
 BLUR_KERNEL, BLUR_SIGMA = 5, 1.0
 CONTRAST_GAIN = 1.5
 SIZE = 16
 
 
-def _upsample(images: torch.Tensor) -> torch.Tensor:
+def upsample(images: torch.Tensor) -> torch.Tensor:
+    """``(n, 1, 8, 8)`` images to ``(n, 1, 16, 16)``, bilinear (the scans' and the printed digits' size)."""
     return F.interpolate(images, size=(SIZE, SIZE), mode="bilinear", align_corners=False)
 
 
@@ -53,7 +58,7 @@ def split_digits() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tens
         src.append(idx[0::2])
         tgt.append(idx[1::2])
     src_idx, tgt_idx = torch.cat(src).sort().values, torch.cat(tgt).sort().values
-    return _upsample(x[src_idx]), y[src_idx], _upsample(x[tgt_idx]), y[tgt_idx]
+    return upsample(x[src_idx]), y[src_idx], upsample(x[tgt_idx]), y[tgt_idx]
 
 
 def build_digits_task(*, shifted: bool = True) -> TaskData:
@@ -74,7 +79,12 @@ def build_digits_task(*, shifted: bool = True) -> TaskData:
         source_eval=source,
         target=target,
         target_eval=target,
-        class_names=[str(k) for k in range(10)],
+        class_names=list(DATASETS["digits"].classes),
         target_classes=list(TARGET_CLASSES),
         input_shape=(1, SIZE, SIZE),
     )
+
+
+def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
+    """The registry's builder of the ``digits`` dataset (the config chooses nothing here)."""
+    return build_digits_task()

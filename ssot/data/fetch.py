@@ -3,8 +3,8 @@
 ``python -m ssot.data fetch NAME --data-root DIR [--archive PATH] [--mirror URL]``.
 Nothing here runs at training time.
 
-Where each official archive is published (:data:`ARCHIVES`)
------------------------------------------------------------
+Where each official archive is published (:attr:`ssot.data.registry.DatasetSpec.archives`)
+----------------------------------------------------------------------------------------
 - VisDA-2017: **direct links** ``http://csr.bu.edu/ftp/visda17/clf/train.tar`` and
   ``.../validation.tar`` (VisionLearningGroup/taskcv-2017-public,
   ``classification_track/README.md``).
@@ -16,7 +16,7 @@ Where each official archive is published (:data:`ARCHIVES`)
 
 Verification
 ------------
-No dataset publishes a SHA-256 (or size) of its archive, so :data:`ARCHIVES` carries none:
+No dataset publishes a SHA-256 (or size) of its archive, so the registry carries none:
 verification is *trust on first use*. The first archive of a name that is complete (its size
 equals the server's ``Content-Length``) and reads as a whole (every tar member or every zip CRC)
 has its size and SHA-256 recorded in ``<data root>/.ssot-checksums.json``; every later download
@@ -43,12 +43,11 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ssot.data.benchmarks import DATASETS
-from ssot.errors import ConfigError, DataError
+from ssot.data.registry import DATASETS, Archive
+from ssot.errors import ConfigError, DataError, ExternalError
 
 MIRROR_ENV = "SSOT_DATA_MIRROR"
 CHECKSUMS_FILE = ".ssot-checksums.json"
@@ -56,48 +55,16 @@ DOWNLOADS_DIR = ".ssot-downloads"
 _CHUNK = 1 << 20
 
 
-class FetchError(DataError):
+class FetchError(ExternalError, DataError):
     """A download failed or an archive failed verification (names the file and the fix)."""
 
 
-@dataclass(frozen=True)
-class Archive:
-    """One official archive of a dataset.
-
-    Attributes
-    ----------
-    filename : its released file name.
-    url : the direct link, or ``None`` where it sits behind a form or a cloud-drive page.
-    page : where a person downloads it.
-    sha256, size : published checksum and size (``None``: none is published).
-    """
-
-    filename: str
-    url: str | None
-    page: str
-    sha256: str | None = None
-    size: int | None = None
-
-
-_VISDA = "http://csr.bu.edu/ftp/visda17/clf/"
-ARCHIVES: dict[str, tuple[Archive, ...]] = {
-    "office31": (Archive("domain_adaptation_images.tar.gz", None,
-                         "https://faculty.cc.gatech.edu/~judy/domainadapt/ (Google Drive link)"),),
-    "officehome": (Archive("OfficeHomeDataset_10072016.zip", None,
-                           "https://www.hemanthdv.org/officeHomeDataset.html (Google Drive link "
-                           "after accepting the terms)"),),
-    "imageclef": (Archive("image_CLEF.zip", None,
-                          "https://www.imageclef.org/2014/adaptation (the image_CLEF.zip "
-                          "release of Long et al., JAN, on Google Drive)"),),
-    "visda2017": (Archive("train.tar", _VISDA + "train.tar", _VISDA),
-                  Archive("validation.tar", _VISDA + "validation.tar", _VISDA)),
-}
-
-
 def archives_of(dataset: str) -> tuple[Archive, ...]:
-    if dataset not in ARCHIVES:
-        raise ConfigError(f"Unknown dataset {dataset!r}. Valid datasets: {', '.join(ARCHIVES)}.")
-    return ARCHIVES[dataset]
+    """The official archives of ``dataset`` (one of the registry's datasets that have some)."""
+    fetchable = [name for name, spec in DATASETS.items() if spec.archives]
+    if dataset not in fetchable:
+        raise ConfigError(f"Unknown dataset {dataset!r}. Valid datasets: {', '.join(fetchable)}.")
+    return DATASETS[dataset].archives
 
 
 def sha256_of(path: Path) -> str:

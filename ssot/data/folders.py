@@ -11,9 +11,12 @@ class counts as a target class).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ssot.data.base import TaskData
-from ssot.data.benchmarks import IMAGE_EXTENSIONS, ImageSampleDataset, _check_sizes, eval_transform, train_transform
+from ssot.data.benchmarks import ImageSampleDataset, check_sizes, eval_transform, train_transform
+from ssot.data.layouts import IMAGE_EXTENSIONS
+from ssot.data.registry import TaskSpec
 from ssot.errors import ConfigError, DataError
 
 UNLABELED = -1
@@ -47,7 +50,7 @@ def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_s
     DataError : a folder is missing or empty, a source class has no image, or a target class
         folder is not a source class.
     """
-    _check_sizes(image_size, resize_size)
+    check_sizes(image_size, resize_size)
     src, tgt = _folder(source_dir, "--source"), _folder(target_dir, "--target")
     classes = [d.name for d in _class_dirs(src)]
     if not classes:
@@ -76,3 +79,9 @@ def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_s
                     target=ImageSampleDataset(target, train_tf), target_eval=ImageSampleDataset(target, eval_tf),
                     class_names=classes, target_classes=target_classes, input_shape=(3, image_size, image_size),
                     labeled_target=bool(target_dirs))
+
+
+def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
+    """The registry's builder of the ``custom`` dataset: the config's two folders."""
+    return build_custom_task(config.source_dir, config.target_dir, image_size=config.image_size,
+                             resize_size=config.resize_size)

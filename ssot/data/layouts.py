@@ -1,7 +1,9 @@
 """Where a benchmark's images lie under the data root: our layout and the released archives'.
 
 Two layouts are accepted for every dataset. **Ours** (``<root>/<dataset>/<domain folder>/...``,
-see :mod:`ssot.data.benchmarks`) and the **released** one: the official archive unpacked as it
+see :mod:`ssot.data.benchmarks`) and the **released** one (the archive's top folder and renamed
+domain folders are :attr:`~ssot.data.registry.DatasetSpec.released_top` and
+:attr:`~ssot.data.registry.DatasetSpec.released_folders`): the official archive unpacked as it
 is, either inside ``<root>/<dataset>/`` (where ``python -m ssot.data fetch`` puts it) or directly
 in ``<root>/``::
 
@@ -33,24 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ssot.data.registry import DatasetSpec
 from ssot.errors import DataError
 
-if TYPE_CHECKING:  # imports point one way at run time: benchmarks -> layouts
-    from ssot.data.benchmarks import DatasetSpec
-
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
-
-#: The top-level folder of each dataset's official archive ("" = no wrapper folder).
-RELEASED_TOP: dict[str, str] = {
-    "office31": "domain_adaptation_images",
-    "officehome": "OfficeHomeDataset_10072016",
-    "imageclef": "image_CLEF",
-    "visda2017": "",
-}
-#: Domain folder names of the official archives that differ from ours.
-RELEASED_FOLDER: dict[tuple[str, str], str] = {("officehome", "Real_World"): "Real World"}
 
 Sample = tuple[Path, int]
 
@@ -66,7 +55,7 @@ class DomainLocation:
 
 def dataset_bases(root: Path, spec: DatasetSpec) -> list[Path]:
     """Candidate dataset folders, in order: ours, the archive inside it, the archive in root."""
-    top = RELEASED_TOP.get(spec.name, "")
+    top = spec.released_top
     candidates = [root / spec.name]
     if top:
         candidates += [root / spec.name / top, root / top]
@@ -75,7 +64,7 @@ def dataset_bases(root: Path, spec: DatasetSpec) -> list[Path]:
 
 def folder_names(spec: DatasetSpec, folder: str) -> list[str]:
     """Our name of a domain folder, then its released name if different."""
-    released = RELEASED_FOLDER.get((spec.name, folder))
+    released = spec.released_folders.get(folder)
     return [folder] if released is None else [folder, released]
 
 
@@ -102,7 +91,7 @@ def locate_domain(root: Path, spec: DatasetSpec, folder: str) -> DomainLocation 
 
 def missing_error(spec: DatasetSpec, path: Path, root: Path, folder: str) -> DataError:
     """The one-line error for a missing dataset/domain folder or list file."""
-    top = RELEASED_TOP.get(spec.name, "")
+    top = spec.released_top
     released = f"{spec.name}/{top}/..." if top else "the same folders"
     return DataError(f"{spec.title} not found: expected {path} (layout "
                      f"{root}/{spec.describe_layout(folder)}, or the official archive unpacked as "
@@ -167,7 +156,7 @@ def scan_class_folders(domain_dir: Path, spec: DatasetSpec) -> list[Sample]:
         if class_dir.name not in spec.classes:
             raise DataError(f"unknown class folder {class_dir}: class folder names must be one "
                             f"of the {spec.num_classes} {spec.title} classes listed in "
-                            f"ssot.data.benchmarks.DATASETS[{spec.name!r}].classes "
+                            f"ssot.data.registry.DATASETS[{spec.name!r}].classes "
                             f"(e.g. {', '.join(spec.classes[:3])}, ...)")
         label = spec.classes.index(class_dir.name)
         samples += [(p, label) for p in sorted(class_dir.iterdir())

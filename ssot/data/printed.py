@@ -40,8 +40,8 @@ paper task involves ``H``). Target-supervised references (the ceilings), trained
 domain's labels and evaluated on the same held-out target: ``H2H`` (handwritten half A, classes
 0-4 -> handwritten half B; the ceiling of ``P2H``) and ``P2P`` (printed half A, classes 0-4 ->
 printed half B; the ceiling of ``H2P``). Run them with ``--epochs 0``: the source-only model
-*is* the reference. :data:`EMBEDDED_TASKS` (``digits``, ``P2H``, ``H2P``) form the dataset
-``embedded``, so ``python tune/search.py --task embedded`` searches all three.
+*is* the reference. The registry's dataset ``embedded`` (:mod:`ssot.data.registry`) holds these
+tasks, and ``python tune/search.py --task embedded`` searches ``digits``, ``P2H`` and ``H2P``.
 """
 from __future__ import annotations
 
@@ -49,13 +49,15 @@ import functools
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
 from ssot.data.base import TaskData
-from ssot.data.digits import SIZE, _upsample, split_digits
+from ssot.data.digits import SIZE, split_digits, upsample
+from ssot.data.registry import DATASETS, TaskSpec, task
 
 #: The faces used, file names inside ``matplotlib.get_data_path()/fonts/ttf``.
 FONTS: tuple[str, ...] = (
@@ -68,15 +70,10 @@ FONTS: tuple[str, ...] = (
 PER_CLASS = 180
 ROTATION_DEG = 12.0
 SEEDS = {"A": 0, "B": 1}
-TARGET_CLASSES = [0, 1, 2, 3, 4]
+#: The target's classes (the registry's ``embedded`` spec): 0..4.
+TARGET_CLASSES: list[int] = DATASETS["embedded"].target_classes
 #: sha256 of the uint8 arrays (images then labels, half A then half B), see :func:`checksum`.
 EXPECTED_SHA256 = "d197a99d2f94f32ad79fa9c50eac85eea5474729ed1f30ef8e13f19b9bdfda1a"
-
-EMBEDDED_DATASET = "embedded"
-EMBEDDED_TASKS: tuple[str, ...] = ("digits", "P2H", "H2P")
-#: target-supervised reference task -> the task whose ceiling it measures
-REFERENCE_TASKS: dict[str, str] = {"H2H": "P2H", "P2P": "H2P"}
-PRINTED_TASKS: tuple[str, ...] = ("P2H", "H2P", *REFERENCE_TASKS)
 CACHE_ENV = "SSOT_CACHE_DIR"
 
 
@@ -192,7 +189,7 @@ def printed_digits() -> dict[str, np.ndarray]:
 def _printed_half(half: str) -> tuple[torch.Tensor, torch.Tensor]:
     arrays = printed_digits()
     x = torch.from_numpy(arrays[f"x{half}"].astype(np.float32) / 16.0).unsqueeze(1)
-    return _upsample(x), torch.from_numpy(arrays[f"y{half}"].astype(np.int64))
+    return upsample(x), torch.from_numpy(arrays[f"y{half}"].astype(np.int64))
 
 
 def _handwritten_half(half: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -206,15 +203,21 @@ def _only(x: torch.Tensor, y: torch.Tensor, classes: list[int]) -> tuple[torch.T
 
 
 def build_printed_task(name: str) -> TaskData:
-    """The task ``name`` in :data:`PRINTED_TASKS` (``P2H``, ``H2P``, or a reference ``H2H``/``P2P``)."""
-    if name not in PRINTED_TASKS:
-        raise ValueError(f"Unknown printed-digits task {name!r}. Valid tasks: {', '.join(PRINTED_TASKS)}.")
-    domain = {"P": _printed_half, "H": _handwritten_half}
-    xs, ys = domain[name[0]]("A")
-    if name in REFERENCE_TASKS:
+    """A task of the registry's ``embedded`` dataset (``P2H``, ``H2P``, or a reference ``H2H``/``P2P``)."""
+    spec_task = task(name)
+    halves = {"printed": _printed_half, "handwritten": _handwritten_half}  # the domains of the embedded spec
+    if {spec_task.source, spec_task.target} - set(halves):
+        raise ValueError(f"Unknown printed-digits task {name!r}. Valid tasks: {', '.join(DATASETS['embedded'].tasks)}.")
+    xs, ys = halves[spec_task.source]("A")
+    if spec_task.reference_of is not None:  # target-supervised: the source holds the target's classes only
         xs, ys = _only(xs, ys, TARGET_CLASSES)
-    xt, yt = _only(*domain[name[-1]]("B"), TARGET_CLASSES)
+    xt, yt = _only(*halves[spec_task.target]("B"), TARGET_CLASSES)
     source, target = TensorDataset(xs, ys), TensorDataset(xt, yt)
-    return TaskData(name=name, source=source, source_eval=source, target=target, target_eval=target,
-                    class_names=[str(k) for k in range(10)], target_classes=list(TARGET_CLASSES),
+    return TaskData(name=spec_task.name, source=source, source_eval=source, target=target, target_eval=target,
+                    class_names=list(DATASETS["embedded"].classes), target_classes=list(TARGET_CLASSES),
                     input_shape=(1, SIZE, SIZE))
+
+
+def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
+    """The registry's builder of the ``embedded`` dataset."""
+    return build_printed_task(spec_task.name)

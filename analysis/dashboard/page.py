@@ -1,0 +1,381 @@
+"""Assemble the sensitivity dashboard: one self-contained HTML file, plus static heatmap images.
+
+:func:`build_dashboard` reads every experiment under a results folder and writes
+
+* ``dashboard.html``: plotly.js is inlined (no network access at view time); a task selector;
+  a selector of the views (:mod:`analysis.data.views`: accuracy at each ASHA rung, final-epoch,
+  best-reached); per experiment and view its heatmaps, parallel coordinates, importances (fANOVA
+  and PED-ANOVA) and marginal effects, its learning curves and best config; a banner on a search
+  still running; a cross-task table beside the paper's accuracies; a "Warnings" box listing every
+  problem found (and any script error);
+* ``figures/<task>__<experiment>__<x>__<y>.pdf`` and ``.png``: each heatmap of the experiment's
+  default view, and ``<task>__<experiment>__curves.*``, the learning curves, for papers, drawn
+  with matplotlib (no browser needed; ``image_backend="plotly"`` uses kaleido instead).
+
+Only these derived files are written; the experiment folders are never modified. Plots are drawn
+lazily in the browser when their section is shown, so large result folders open quickly.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from optuna.importance import BaseImportanceEvaluator
+from plotly.offline import get_plotlyjs
+
+from analysis.dashboard.paper_section import PaperSection, paper_section
+from analysis.dashboard.regret import regret_html
+from analysis.dashboard.sections import view_figures
+from analysis.dashboard.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
+from analysis.dashboard.template import PAGE
+from analysis.data.bins import Bins
+from analysis.data.experiments import AnalysisError, Experiment, NoExperimentsError, load_experiments
+from analysis.data.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
+from analysis.data.importance import MIN_TRIALS
+from analysis.data.views import View
+from ssot.results import metrics, storage
+from ssot.results.experiment import Problem
+from ssot.results.paper import read_paper_accuracy
+from ssot.results.trials import STATUSES
+
+__all__ = ["DashboardResult", "build_dashboard", "DASHBOARD_FILE", "FIGURES_DIR"]
+
+DASHBOARD_FILE = "dashboard.html"
+FIGURES_DIR = "figures"
+
+_PLOT_CONFIG = {
+    "responsive": True,
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "svg"},
+}
+
+
+@dataclass
+class DashboardResult:
+    """What :func:`build_dashboard` wrote.
+
+    Attributes
+    ----------
+    path : Path
+        The HTML dashboard.
+    images : list of Path
+        The static heatmap images written.
+    problems : list of Problem
+        Every problem found (also listed in the dashboard's "Warnings" box).
+    n_experiments : int
+        Experiments drawn.
+    n_plots : int
+        Plot containers in the HTML.
+    """
+
+    path: Path
+    images: list[Path] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    n_experiments: int = 0
+    n_plots: int = 0
+
+
+# --------------------------------------------------------------------------------------------
+# Per-experiment content
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Section:
+    """The figures and HTML of one experiment."""
+
+    experiment: Experiment
+    html: str
+    figures: dict[str, go.Figure]
+    static: dict[str, StaticFigure]  # file stem -> heatmap of the default view, learning curves
+    views: list[View] = field(default_factory=list)
+    default: str = "final"
+
+
+def _status_summary(table: pd.DataFrame, views: list[View], default: str) -> str:
+    counts = table["status"].value_counts()
+    parts = ", ".join(f"{int(n)} {status}" for status, n in counts.items())
+    uses = ", ".join(view.short for view in views)
+    chosen = next(v.short for v in views if v.key == default)
+    return (
+        f"{len(table)} trials: {parts}. Trials per view: {uses}. This page opens on {chosen}."
+    )
+
+
+def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: str) -> str:
+    """The view's best trial; in the final-epoch view, the trial of ``best_config.json`` (the one
+    rule of :func:`ssot.results.trials.best_trial` on the experiment's metric, ties to the lowest id)."""
+    if mode == "final":
+        top = best_trial(experiment, table)
+        metric = metrics.metric(experiment.metric)
+        label = f", {metric.label}" if metric.label else ""
+        rule = f"best final {metric.name} ({metric.direction}{label}), ties to the lowest trial id"
+        value = f"{metric.name} {top[metric.name]:.4f}" if top is not None else ""
+    else:
+        top = results.iloc[0] if len(results) else None
+        what = "best accuracy reached" if mode == "best" else f"best accuracy at epoch {mode.removeprefix('epoch')}"
+        rule, value = f"{what}, ties to the lowest trial id", f"{100 * top['acc']:.2f}%" if top is not None else ""
+    if top is None:
+        return f"No trial in this view ({html.escape(MODE_LABELS.get(mode, mode))})."
+    return (
+        f'Best trial in this view ({html.escape(rule)}): <b data-trial="{html.escape(str(top["trial_id"]))}">'
+        f"{html.escape(str(top['trial_id']))}</b>, {html.escape(value)} &mdash; <code>{html.escape(str(top['config']))}</code>"
+    )
+
+
+def _config_block(experiment: Experiment, key: str) -> str:
+    if experiment.best_config is not None:
+        text = json.dumps(experiment.best_config, indent=2, sort_keys=False)
+        source = "best_config.json written by the search"
+    else:
+        text = "{}"
+        source = "no best_config.json yet (the search is still running or the file is unreadable)"
+    return (
+        f'<div class="config"><div class="config-head">Best config ({html.escape(source)}) '
+        f'<button type="button" class="copy" data-target="cfg-{key}">Copy</button></div>'
+        f'<pre id="cfg-{key}">{html.escape(text)}</pre></div>'
+    )
+
+
+def _partial_banner(experiment: Experiment, table: pd.DataFrame) -> str:
+    """A visible note on a search that experiment.json says is still running."""
+    if experiment.status != "running":
+        return ""
+    running = int((table["status"] == "running").sum())
+    return (
+        '<p class="partial"><b>Partial results: this search is still running.</b> The page shows '
+        f"the {len(table)} trials written so far ({running} of them still running, drawn at their "
+        "last recorded epoch in the rung and best-reached views); regenerate it for the rest.</p>"
+    )
+
+
+def _build_section(
+    experiment: Experiment, index: int, bins: Bins | Mapping[str, Bins],
+    evaluator: BaseImportanceEvaluator | None,
+) -> _Section:
+    """Compute every figure of one experiment and the HTML that holds them."""
+    key = f"e{index}"
+    table = trial_table(experiment)
+    made = view_figures(experiment, table, key, bins, evaluator)
+    figures, static, heatmaps, others = made.figures, made.static, made.heatmaps, made.others
+    best_lines = "".join(
+        f'<p class="mode-{v.key} best-line">'
+        f"{_best_trial_line(experiment, table, made.results[v.key], v.key)}</p>"
+        for v in made.views
+    )
+    meta = experiment.meta
+    header = (
+        f"<h2>{html.escape(experiment.task)} &mdash; {html.escape(experiment.name)} "
+        f"<small>({html.escape(experiment.search)} search, {html.escape(experiment.status)}, "
+        f"{experiment.max_epochs} epochs)</small></h2>"
+        f'<p class="meta">{html.escape(str(experiment.path))} &middot; dataset '
+        f"{html.escape(experiment.dataset or '?')} &middot; started "
+        f"{html.escape(str(meta.get('started') or '?'))}</p>"
+        f'<p class="meta">{html.escape(_status_summary(table, made.views, made.default))}</p>'
+        f"{_partial_banner(experiment, table)}"
+    )
+    if not heatmaps:
+        heatmaps.append('<p class="note">Fewer than two searched hyperparameters: no heatmap.</p>')
+    body = (
+        f'<section class="experiment" data-key="{key}" hidden>{header}{best_lines}'
+        f"{_config_block(experiment, key)}"
+        f'<h3>Sensitivity heatmaps</h3><div class="grid">{"".join(heatmaps)}</div>'
+        f'<h3>Trials</h3><div class="grid">{"".join(others)}</div>'
+        f"{regret_html(meta, experiment.trials)}</section>"
+    )
+    return _Section(experiment, body, figures, static, made.views, made.default)
+
+
+# --------------------------------------------------------------------------------------------
+# Page
+# --------------------------------------------------------------------------------------------
+
+
+def _percent(value: Any, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "&mdash;"
+    return f"{value:+.1f}" if signed else f"{value:.1f}"
+
+
+def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str]) -> str:
+    head = (
+        "<tr><th>task</th><th>experiment</th><th>search</th><th>trials (done / ASHA-stopped / "
+        "diverged / errored / running)</th><th>best final-epoch acc (%)</th>"
+        "<th>best acc reached (%)</th><th>our source-only (%)</th><th>paper SSOT (%)</th>"
+        "<th>&Delta; vs paper</th>"
+        "<th>paper source-only (%)</th><th>paper best other (%)</th></tr>"
+    )
+    rows = []
+    for row in table.to_dict("records"):
+        counts = " / ".join(
+            str(row[f"n_{status}"]) for status in STATUSES
+        )
+        delta = row["delta"]
+        tone = "" if pd.isna(delta) else (" good" if delta >= 0 else " bad")
+        other = (
+            f"{_percent(row['best_other'])} ({html.escape(row['best_other_method'])})"
+            if row["best_other_method"] else "&mdash;"
+        )
+        rows.append(
+            f'<tr data-key="{keys[row["experiment"]]}" class="pick">'
+            f"<td>{html.escape(row['task'])}</td><td>{html.escape(row['name'])}"
+            f"{' (running)' if row['status'] == 'running' else ''}</td>"
+            f"<td>{html.escape(row['search'])}</td><td>{counts}</td>"
+            f"<td>{_percent(row['best_final'])}</td><td>{_percent(row['best_reached'])}</td>"
+            f"<td>{_percent(row['source_only'])}</td>"
+            f"<td>{_percent(row['paper_ssot'])}</td><td class=\"delta{tone}\">"
+            f"{_percent(delta, signed=True)}</td><td>{_percent(row['paper_source_only'])}</td>"
+            f"<td>{other}</td></tr>"
+        )
+    return f'<table class="cross">{head}{"".join(rows)}</table>'
+
+
+def _warnings_html(problems: list[Problem]) -> str:
+    items = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems)
+    hidden = "" if problems else " hidden"
+    return (
+        f'<div id="warnings" class="warnings"{hidden}><h3>Warnings ({len(problems)})</h3>'
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def _figures_json(figures: Mapping[str, go.Figure]) -> str:
+    """All figures as one JS object literal, safe inside a ``<script>`` element."""
+    parts = [
+        f"{json.dumps(div_id)}:{pio.to_json(figure, validate=False)}"
+        for div_id, figure in figures.items()
+    ]
+    return ("{" + ",".join(parts) + "}").replace("</", "<\\/")
+
+
+_PAGE = Template(PAGE)
+
+
+def _render_page(
+    root: Path | str, sections: list[_Section], cross: pd.DataFrame, problems: list[Problem]
+) -> str:
+    keys = {s.experiment.key: f"e{i}" for i, s in enumerate(sections)}
+    options = "".join(
+        f'<option value="{keys[s.experiment.key]}">{html.escape(s.experiment.task)} &mdash; '
+        f"{html.escape(s.experiment.name)} ({html.escape(s.experiment.search)})</option>"
+        for s in sections
+    )
+    figures: dict[str, go.Figure] = {}
+    for section in sections:
+        figures.update(section.figures)
+    return _PAGE.substitute(
+        title=html.escape(f"SSOT-Tune sensitivity dashboard: {str(root).rstrip('/').rsplit('/', 1)[-1] or root}"),
+        root=html.escape(str(root)),
+        generated=datetime.now().strftime("%Y-%m-%d %H:%M"),
+        options=options,
+        mode_final=html.escape(MODE_LABELS["final"]),
+        mode_best=html.escape(MODE_LABELS["best"]),
+        min_trials=MIN_TRIALS,
+        warnings=_warnings_html(problems),
+        cross=_cross_task_html(cross, keys),
+        sections="".join(s.html for s in sections),
+        plotlyjs=get_plotlyjs(),
+        figures=_figures_json(figures),
+        mode_labels=json.dumps(MODE_LABELS),
+        views=json.dumps({
+            f"e{i}": {"default": s.default,
+                      "views": [{"key": v.key, "short": v.short, "label": v.label} for v in s.views]}
+            for i, s in enumerate(sections)
+        }).replace("</", "<\\/"),
+        plot_config=json.dumps(_PLOT_CONFIG),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def build_dashboard(
+    root: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    figures_dir: str | os.PathLike[str] | None = None,
+    images: bool = True,
+    image_format: str | Sequence[str] = DEFAULT_FORMATS,
+    image_backend: Backend = "matplotlib",
+    bins: Bins | Mapping[str, Bins] = "decades",
+    paper_csv: str | os.PathLike[str] | None = None,
+    evaluator: BaseImportanceEvaluator | None = None,
+) -> DashboardResult:
+    """Read every experiment under ``root`` and write its dashboard and heatmap images.
+
+    Parameters
+    ----------
+    root : path-like or str
+        A results folder (searched recursively for ``experiment.json``), or a URI
+        (``s3://bucket/prefix``) whose dashboard is written locally.
+    out : path-like, optional
+        The HTML file; default ``root/dashboard.html`` (replaced if it exists: it is derived);
+        required when ``root`` is a URI.
+    figures_dir : path-like, optional
+        Where static heatmaps go; default ``root/figures`` (``out``'s folder for a URI).
+    images : bool
+        Write the static figures (heatmaps of each experiment's default view, learning curves).
+    image_format : str or sequence of {"pdf", "png", "svg"}
+        Their formats; default PDF and PNG.
+    image_backend : {"matplotlib", "plotly"}
+        ``"matplotlib"`` (default, no browser needed) or the dashboard's Plotly figures through
+        kaleido (needs Chrome or Chromium).
+    bins : "decades", int, sequence of float, or Mapping of parameter name to those
+        Binning of continuous axes (see :func:`analysis.data.bins.axis_bins`).
+    paper_csv : path-like, optional
+        The paper's accuracies; default the project's copy (``ssot/paper_accuracy.csv``).
+    evaluator : optuna.importance.BaseImportanceEvaluator, optional
+        Default ``FanovaImportanceEvaluator(seed=0)``.
+
+    Returns
+    -------
+    DashboardResult
+
+    Raises
+    ------
+    analysis.data.experiments.NoExperimentsError
+        If ``root`` holds no readable experiment.
+    """
+    if storage.is_uri(root) and out is None:
+        raise AnalysisError(f"The results {root} are not a local folder: pass --out, the local HTML file to write.")
+    root_path = Path(out).parent if storage.is_uri(root) else Path(root)  # where derived files go by default
+    formats = [image_format] if isinstance(image_format, str) else list(image_format)
+    write_static({}, formats, image_backend)  # checks the arguments before any work
+    # run records and t-SNE files (the paper's other analyses) are read from local folders only
+    paper_part = PaperSection() if storage.is_uri(root) else paper_section(root_path)
+    try:
+        experiments, problems = load_experiments(root)
+    except NoExperimentsError:
+        if not paper_part:
+            raise
+        experiments, problems = [], []
+    problems.extend(paper_part.problems)
+    paper = read_paper_accuracy(Path(paper_csv) if paper_csv else None, problems)
+    sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
+    written: list[Path] = []
+    if images:
+        folder = Path(figures_dir) if figures_dir else root_path / FIGURES_DIR
+        static = {folder / stem: fig for s in sections for stem, fig in s.static.items()}
+        written, image_problems = write_static(static, formats, image_backend)
+        problems.extend(image_problems)
+    out_path = Path(out) if out else root_path / DASHBOARD_FILE
+    page = paper_part.insert(_render_page(root if storage.is_uri(root) else root_path, sections,
+                                          cross_task_table(experiments, paper), problems))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(page, encoding="utf-8")
+    n_plots = sum(len(s.figures) for s in sections) + len(paper_part.figures)
+    return DashboardResult(out_path, written, problems, len(experiments), n_plots)

@@ -1,0 +1,10 @@
+"""The analysis's data: frames and info objects computed from experiments and run records, no drawing.
+
+:mod:`~analysis.data.experiments` (experiments with their hyperparameter specs),
+:mod:`~analysis.data.frames` (per-trial tables, learning curves, the cross-task table),
+:mod:`~analysis.data.views` (which trials and which accuracy a figure uses),
+:mod:`~analysis.data.bins` (heatmap cells), :mod:`~analysis.data.importance` and
+:mod:`~analysis.data.marginal` (hyperparameter importances and marginal effects),
+:mod:`~analysis.data.selection` (regret of label-free selection),
+:mod:`~analysis.data.paper_runs` (the paper's analyses from run records and t-SNE files).
+"""

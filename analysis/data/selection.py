@@ -1,0 +1,184 @@
+"""Regret of label-free model selection against the oracle (target accuracy): pure data.
+
+Two selection problems, kept apart as in BenchmarkPDA (Salvador et al., TMLR 2023):
+
+*hyperparameter selection*
+    over the completed trials of one search, each validator picks the trial whose *final-epoch*
+    score is best (in the validator's direction, ties to the lowest trial id: the ranking of the
+    best-trial rule, :func:`ssot.results.trials.rank`); the oracle picks the highest final-epoch
+    target accuracy. ``regret = 100 (acc_oracle - acc_picked)`` points. Rank correlations
+    (Spearman, Kendall) between the direction-signed validator and the accuracy over the trials.
+    ``ensv`` (agreement with the majority vote of all completed trials' final predictions) is
+    added when ``trials.csv`` carries the final predictions (column ``target_pred``).
+*epoch selection*
+    within each completed trial, each validator picks an epoch; the oracle the epoch with the best
+    accuracy; the regret is averaged over trials. ``last_epoch`` (the paper's protocol: report the
+    last epoch) is a selector too.
+
+Validator directions come from ``experiment.json`` (``validator_directions``, written by the
+search). Everything but :func:`read_experiments` is a pure function of a per-(trial, epoch)
+DataFrame with columns ``trial_id``, ``epoch``, ``status``, ``target_acc`` and the validator
+columns. ``python analysis/selection.py`` writes the tables; the dashboard shows them per
+experiment (:mod:`analysis.dashboard.regret`).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ssot.results import storage
+from ssot.results.markdown import markdown_table
+from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
+
+ORACLE = "target_acc"
+SELECTION_COLUMNS = ["task", "experiment", "selection", "validator", "direction", "n", "picked_acc", "oracle_acc",
+                     "regret", "spearman", "kendall"]
+CSV_NAME, MARKDOWN_NAME = "selection.csv", "selection.md"
+
+
+def _completed(frame: pd.DataFrame) -> pd.DataFrame:
+    done = frame[frame["status"] == COMPLETED].copy()
+    done["epoch"] = pd.to_numeric(done["epoch"], errors="coerce")
+    return done.dropna(subset=["epoch"]).sort_values(["trial_id", "epoch"], kind="stable")
+
+
+def _signed(values: pd.Series, direction: str) -> pd.Series:
+    """Scores turned so that higher is better."""
+    values = pd.to_numeric(values, errors="coerce")
+    return values if direction == "max" else -values
+
+
+def ensv_scores(final: pd.DataFrame) -> pd.Series:
+    """EnsV of each trial from space-separated final predictions (majority vote of all trials)."""
+    preds = final[PREDICTIONS_COLUMN].map(lambda s: np.array([int(v) for v in str(s).split()]))
+    lengths = preds.map(len)
+    if preds.empty or lengths.nunique() != 1 or lengths.iloc[0] == 0:
+        return pd.Series(np.nan, index=final.index)
+    labels = np.stack(preds.to_list())
+    k = int(labels.max()) + 1
+    votes = np.zeros((labels.shape[1], k), dtype=np.int64)
+    for row in labels:
+        votes[np.arange(labels.shape[1]), row] += 1
+    ens = votes.argmax(1)
+    return pd.Series((labels == ens).mean(1), index=final.index)
+
+
+def _rank_corr(score: pd.Series, acc: pd.Series) -> tuple[float, float]:
+    ok = score.notna() & acc.notna()
+    if ok.sum() < 3 or score[ok].nunique() < 2 or acc[ok].nunique() < 2:
+        return math.nan, math.nan
+    pair = pd.DataFrame({"s": score[ok], "a": acc[ok]})
+    return float(pair["s"].corr(pair["a"], method="spearman")), float(pair["s"].corr(pair["a"], method="kendall"))
+
+
+def hyperparameter_selection(frame: pd.DataFrame, directions: Mapping[str, str]) -> pd.DataFrame:
+    """One row per validator: the accuracy of the trial it picks at the final epoch vs the oracle.
+
+    Parameters
+    ----------
+    frame : per-(trial, epoch) rows with ``trial_id``, ``epoch``, ``status``, ``target_acc``
+        and validator columns (``target_pred``, optional, for EnsV).
+    directions : validator -> ``"max"`` / ``"min"``.
+
+    Returns
+    -------
+    DataFrame with columns ``validator, direction, n, picked_acc, oracle_acc, regret`` (points),
+    ``spearman, kendall``. Ties between trials go to the first trial in ``trial_id`` order.
+    """
+    final = _completed(frame).groupby("trial_id", sort=True).tail(1).reset_index(drop=True)
+    acc = pd.to_numeric(final[ORACLE], errors="coerce") if ORACLE in final else pd.Series(dtype=float)
+    dirs = dict(directions)
+    if PREDICTIONS_COLUMN in final and final[PREDICTIONS_COLUMN].notna().all() and len(final):
+        final["ensv"] = ensv_scores(final)
+        dirs.setdefault("ensv", "max")
+    rows = []
+    best = rank(final, ORACLE) if ORACLE in final else final.iloc[:0]
+    oracle = float(best[ORACLE].iloc[0]) if len(best) else math.nan
+    for name, direction in dirs.items():
+        if name == ORACLE or name not in final:
+            continue
+        score = _signed(final[name], direction)
+        picks = rank(final, name, direction)  # the best-trial rule's ranking: best first, ties to the lowest id
+        if picks.empty:
+            continue
+        picked = float(pd.to_numeric(picks[ORACLE], errors="coerce").iloc[0]) if ORACLE in picks else math.nan
+        rho, tau = _rank_corr(score, acc)
+        rows.append({"validator": name, "direction": direction, "n": int(score.notna().sum()), "picked_acc": picked,
+                     "oracle_acc": oracle, "regret": 100 * (oracle - picked), "spearman": rho, "kendall": tau})
+    return pd.DataFrame(rows, columns=SELECTION_COLUMNS[3:])
+
+
+def epoch_selection(frame: pd.DataFrame, directions: Mapping[str, str]) -> pd.DataFrame:
+    """One row per validator (and ``last_epoch``): mean over completed trials of the accuracy at
+    the epoch it picks, of the best epoch's accuracy, and the mean regret in points.
+
+    ``spearman``/``kendall`` are the mean within-trial rank correlations over epochs.
+    """
+    done = _completed(frame)
+    selectors = {"last_epoch": "max", **{k: v for k, v in directions.items() if k != ORACLE and k in done}}
+    rows = []
+    for name, direction in selectors.items():
+        picked, best, rhos, taus = [], [], [], []
+        for _, trial in done.groupby("trial_id", sort=True):
+            acc = pd.to_numeric(trial[ORACLE], errors="coerce")
+            score = trial["epoch"].astype(float) if name == "last_epoch" else _signed(trial[name], direction)
+            if not score.notna().any() or not acc.notna().any():
+                continue
+            picked.append(float(acc.loc[score.idxmax()]))
+            best.append(float(acc.max()))
+            if name != "last_epoch":
+                rho, tau = _rank_corr(score, acc)
+                rhos.append(rho); taus.append(tau)
+        if not picked:
+            continue
+        rows.append({"validator": name, "direction": direction, "n": len(picked), "picked_acc": float(np.mean(picked)),
+                     "oracle_acc": float(np.mean(best)), "regret": 100 * float(np.mean(np.subtract(best, picked))),
+                     "spearman": float(np.nanmean(rhos)) if any(r == r for r in rhos) else math.nan,
+                     "kendall": float(np.nanmean(taus)) if any(t == t for t in taus) else math.nan})
+    return pd.DataFrame(rows, columns=SELECTION_COLUMNS[3:])
+
+
+def selection_table(experiments: Sequence[tuple[Mapping, pd.DataFrame]]) -> pd.DataFrame:
+    """Both selections for every ``(experiment.json dict, trials frame)``, in :data:`SELECTION_COLUMNS`."""
+    parts = []
+    for info, frame in experiments:
+        dirs = info.get("validator_directions") or {}
+        for kind, fn in (("hyperparameter", hyperparameter_selection), ("epoch", epoch_selection)):
+            part = fn(frame, dirs)
+            part.insert(0, "selection", kind)
+            part.insert(0, "experiment", info.get("name", ""))
+            part.insert(0, "task", info.get("task", ""))
+            parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=SELECTION_COLUMNS)
+    return pd.concat(parts, ignore_index=True)[SELECTION_COLUMNS]
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Cross-experiment summary: per (task, selection, validator) the mean and std of the regret
+    and the mean rank correlations, over experiments (e.g. search seeds); sorted by mean regret."""
+    grouped = table.groupby(["task", "selection", "validator"], sort=False)
+    out = grouped.agg(experiments=("regret", "size"), regret_mean=("regret", "mean"), regret_std=("regret", "std"),
+                      spearman=("spearman", "mean"), kendall=("kendall", "mean")).reset_index()
+    return out.sort_values(["task", "selection", "regret_mean"], kind="stable").reset_index(drop=True)
+
+
+def to_markdown(summ: pd.DataFrame) -> str:
+    """The summary as a Markdown table (regret in points, mean +- std over experiments)."""
+    rows = []
+    for r in summ.itertuples():
+        std = "" if r.regret_std != r.regret_std else f" +- {r.regret_std:.1f}"
+        corr = [("" if v != v else f"{v:.2f}") for v in (r.spearman, r.kendall)]
+        rows.append([r.task, r.selection, r.validator, r.experiments, f"{r.regret_mean:.1f}{std}", *corr])
+    return markdown_table(["task", "selection", "validator", "experiments", "regret (points)", "Spearman", "Kendall"], rows)
+
+
+def read_experiments(results_dir: str | os.PathLike[str]) -> list[tuple[dict, pd.DataFrame]]:
+    """Every experiment under ``results_dir`` (a folder or a URI such as ``s3://bucket/prefix``,
+    :func:`ssot.results.storage.read_experiments`) with its usable ``trials.csv`` rows;
+    experiments without rows are skipped."""
+    return [(e.meta, e.trials) for e in storage.read_experiments(results_dir) if e.meta is not None and e.trials is not None]

@@ -1,0 +1,25 @@
+"""Results: what runs and searches leave on disk, and the rules that read them (standard library
+and pandas only; ``pyarrow`` is imported only for URIs).
+
+One module per concept, each the one owner of its files, names and rules:
+
+:mod:`ssot.results.metrics`
+    the metric registry: names, directions, roles, labels (the validators' directions included).
+:mod:`ssot.results.trials`
+    the trial model: trial statuses, the per-trial table and the best-trial rule.
+:mod:`ssot.results.experiment`
+    an experiment's files (``experiment.json``, ``trials.csv``, ``best_config.json``): names,
+    statuses, the writer, the reader (:class:`~ssot.results.experiment.Experiment`) and its problems.
+:mod:`ssot.results.storage`
+    local paths and URIs (object storage), and the reader of every experiment under a root.
+:mod:`ssot.results.record`
+    the run record (:class:`~ssot.results.record.RunRecord`), its final-accuracy and score rules,
+    the mean +- std over seeds, its reader and writer.
+:mod:`ssot.results.paper`
+    the paper's reported accuracies.
+:mod:`ssot.results.final_table`
+    the final-results table beside the paper.
+
+Importing this package loads neither torch nor Ray (``tests/ssot/results`` checks it); the
+submodules are imported by name.
+"""

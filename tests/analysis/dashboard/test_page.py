@@ -1,0 +1,138 @@
+"""`analysis/dashboard/page.py`: the self-contained dashboard of a results folder."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis.dashboard import build_dashboard
+from analysis.data.experiments import NoExperimentsError
+from tests.fixtures.browser import PlotScanner, chromium, console_lines, open_in_chromium
+from tests.fixtures.experiments import digest, write_edge_tpe
+
+
+@pytest.fixture(scope="module")
+def dashboard(dashboard_results: Path) -> Path:
+    return build_dashboard(dashboard_results, images=False).path
+
+
+def test_dashboard_is_self_contained(dashboard: Path) -> None:
+    page = dashboard.read_text(encoding="utf-8")
+    assert dashboard.name == "dashboard.html"
+    assert not re.search(r"<script[^>]+src=", page)
+    assert "Plotly" in page and len(page) > 3_000_000  # plotly.js itself is inlined
+    assert not re.search(r"<(link|img|iframe)[^>]+(href|src)=\"https?:", page)
+
+
+def test_dashboard_has_every_part(dashboard: Path, dashboard_results: Path) -> None:
+    page = dashboard.read_text(encoding="utf-8")
+    # the task selector: one option per experiment
+    assert page.count("<option value=") == 3
+    for text in ("A2D &mdash; tpe-exp (tpe)", "P2I &mdash; grid-exp (grid)",
+                 "final-epoch accuracy (trials that reached the last epoch)",
+                 "best accuracy reached (includes early-stopped trials)",
+                 "learning curves", "hyperparameters to accuracy", "hyperparameter importance",
+                 "paper SSOT", "98.7", "96.7", "button type=\"button\" class=\"copy\""):
+        assert text in page, text
+    # a plot div per figure, each with its data
+    ids = re.findall(r'<div class="plot[^"]*" id="([^"]+)"', page)
+    figures = re.search(r"var FIGURES = (\{.*?\});\nvar MODE_LABELS", page, re.S)
+    assert figures is not None
+    data = json.loads(figures.group(1).replace("<\\/", "</"))
+    assert sorted(ids) == sorted(data)
+    # TPE: 6 pairs x 3 views (an ASHA rung at epoch 2, where t4 stopped; final; best); grid:
+    # 1 pair x 2 views; + curves, and per view parallel coordinates, importances, marginal effects
+    assert len(ids) == 2 * (6 * 3 + 1 + 3 * 3) + (1 * 2 + 1 + 2 * 3)
+
+
+def test_decade_cells_are_explained_and_hovered(dashboard: Path) -> None:
+    page = dashboard.read_text(encoding="utf-8")
+    text = re.sub(r"\s+", " ", page)
+    assert "one cell per decade, centred on it like the paper's grid" in text
+    assert "A value exactly on a half-decade edge is in the cell above it" in text
+    assert "Grid searches have one cell per grid value" in text
+    figures = re.search(r"var FIGURES = (\{.*?\});\nvar MODE_LABELS", page, re.S)
+    assert figures is not None
+    data = json.loads(figures.group(1).replace("<\\/", "</"))
+    heatmaps = [f for f in data.values() if f["data"] and f["data"][0].get("type") == "heatmap"]
+    labels = {tuple(f["data"][0]["x"]) for f in heatmaps}
+    # TPE (lambda_* on [1e-3, 10] -> 5 centred cells) and the grid search line up cell for cell
+    assert ("0.001", "0.01", "0.1", "1", "10") in labels
+    assert ("0.001", "0.01", "0.1", "1", "10") in labels
+    assert ("0.01", "0.1", "1", "10") in labels  # eps on [1e-2, 10]
+    assert "lambda_ot 0.001: [3.2e-4, 3.2e-3)" in page
+
+
+def test_problems_are_in_the_warnings_box(dashboard: Path, dashboard_results: Path) -> None:
+    page = dashboard.read_text(encoding="utf-8")
+    box = re.search(r'<div id="warnings" class="warnings">(.*?)</div>', page, re.S)
+    assert box is not None
+    assert str(dashboard_results / "tpe-exp" / "P2I" / "trials.csv") in box.group(1)
+
+
+def test_best_config_ready_to_copy(dashboard: Path, dashboard_results: Path) -> None:
+    page = dashboard.read_text(encoding="utf-8")
+    config = json.loads((dashboard_results / "grid-exp" / "P2I" / "best_config.json").read_text())
+    block = re.search(r'<pre id="cfg-e1">(.*?)</pre>', page, re.S)
+    assert block is not None
+    assert json.loads(block.group(1).replace("&quot;", '"')) == config
+
+
+def test_experiment_files_are_never_touched(dashboard_results: Path, dashboard: Path) -> None:
+    before = json.loads((dashboard_results / ".digest.json").read_text())
+    rebuilt = build_dashboard(dashboard_results, images=False)  # regenerating replaces its own output
+    assert rebuilt.path == dashboard and dashboard.is_file()
+    after = digest(dashboard_results)
+    del after[".digest.json"], after["dashboard.html"]
+    assert after == before
+
+
+def test_running_and_unreadable_experiments_are_flagged(tmp_path: Path) -> None:
+    running = write_edge_tpe(tmp_path / "run-exp" / "I2P", task="I2P")
+    meta = json.loads((running / "experiment.json").read_text())
+    (running / "experiment.json").write_text(json.dumps({**meta, "status": "running"}))
+    (running / "best_config.json").unlink()
+    (tmp_path / "bad" / "C2I").mkdir(parents=True)
+    (tmp_path / "bad" / "C2I" / "experiment.json").write_text('{"task": ')
+    result = build_dashboard(tmp_path, images=False)
+    assert result.n_experiments == 1
+    page = result.path.read_text(encoding="utf-8")
+    box = re.search(r'<div id="warnings" class="warnings">(.*?)</div>', page, re.S)
+    assert box is not None and "Warnings (2)" in box.group(1)
+    assert str(running / "experiment.json") in box.group(1) and "still running" in box.group(1)
+    assert str(tmp_path / "bad" / "C2I" / "experiment.json") in box.group(1)
+    assert "tpe-exp (running)" in page and "no best_config.json yet" in page
+
+
+def test_no_experiment_raises(tmp_path: Path) -> None:
+    with pytest.raises(NoExperimentsError):
+        build_dashboard(tmp_path, images=False)
+    assert not (tmp_path / "dashboard.html").exists()
+
+
+@pytest.mark.skipif(
+    chromium() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_dashboard_renders_in_headless_chromium(dashboard: Path, tmp_path: Path) -> None:
+    # every experiment, both views
+    dom, log = open_in_chromium(dashboard, "#view=all", tmp_path / "profile")
+    assert console_lines(log) == []
+    scanner = PlotScanner()
+    scanner.feed(dom)
+    assert scanner.errors_box_hidden, "the page reported a script error"
+    assert len(scanner.plots) == 65
+    not_drawn = [pid for pid, p in scanner.plots.items() if not (p["rendered"] and p["svg"])]
+    assert not_drawn == []
+
+    # one experiment in the best-reached view: only its plots of that view are shown and drawn
+    dom, log = open_in_chromium(dashboard, "#task=e0&mode=best", tmp_path / "profile")
+    assert console_lines(log) == []
+    scanner = PlotScanner()
+    scanner.feed(dom)
+    shown = {pid for pid, p in scanner.plots.items() if not p["hidden"]}
+    assert shown and all(pid.startswith("e0-") and not pid.endswith("-final") for pid in shown)
+    assert len(shown) == 6 * 1 + 4  # 6 heatmaps, curves, parallel, importances, marginal effects
+    assert all(scanner.plots[pid]["rendered"] and scanner.plots[pid]["svg"] for pid in shown)
+    assert "best accuracy reached (includes early-stopped trials)" in dom

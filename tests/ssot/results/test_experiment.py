@@ -1,0 +1,50 @@
+"""`ssot/results/experiment.py`: the writer and reader of an experiment's files."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ssot.results import trials as trial_model
+from ssot.results.experiment import BEST_CONFIG_FILE, read_experiment
+
+
+def test_an_old_experiment_folder_still_loads(tmp_path):
+    """Folders written before the schema (no metric_label / best_trial, trials.csv without
+    source_only_target_acc and time_s) load with no problem and the same rule."""
+    from analysis.data.experiments import load_experiments
+
+    folder = tmp_path / "old" / "A2D"
+    folder.mkdir(parents=True)
+    (folder / "experiment.json").write_text(json.dumps({
+        "task": "A2D", "dataset": "office31", "name": "old", "search": "tpe", "metric": "target_acc", "mode": "max",
+        "max_epochs": 2, "num_samples": 2, "space": {"lambda_ot": {"type": "loguniform", "low": 0.001, "high": 10.0}},
+        "status": "finished", "started": "2024-01-01T00:00:00", "finished": "2024-01-01T01:00:00"}))
+    old_columns = ["task", "trial_id", "search", "lambda_ot", "lambda_ent", "eps", "potential_width", "epoch",
+                   "target_acc", "source_acc", "loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value",
+                   "outlier_mass", "n_pred_classes", "status", "reason"]
+    rows = [["A2D", "x1", "tpe", 0.1, 1, 1, 256, e, acc, 0.9, 1, 1, 1, 1, 1, 0.1, 31, "completed", ""]
+            for e, acc in ((1, 0.5), (2, 0.7))]
+    rows += [["A2D", "x0", "tpe", 1.0, 1, 1, 256, e, acc, 0.9, 1, 1, 1, 1, 1, 0.1, 31, "completed", ""]
+             for e, acc in ((1, 0.6), (2, 0.7))]
+    pd.DataFrame(rows, columns=old_columns).to_csv(folder / "trials.csv", index=False)
+    (folder / "best_config.json").write_text(json.dumps({"task": "A2D", "lambda_ot": 1.0}))
+    experiments, problems = load_experiments(tmp_path)
+    assert problems == [] and len(experiments) == 1
+    files = read_experiment(folder)
+    assert files.metric == "target_acc"
+    assert trial_model.best_trial(trial_model.trial_table(files.trials, files.max_epochs))["trial_id"] == "x0"
+
+
+def test_an_all_diverged_search_is_finished_without_a_best_config_and_without_errors(tmp_path):
+    from analysis.dashboard import build_dashboard
+    from tests.fixtures.experiments import trial_rows, write_experiment
+
+    rows = trial_rows("A2D", "tpe", "d0", {"lambda_ot": 10.0, "lambda_ent": 1.0, "eps": 0.01, "potential_width": 64},
+                      [0.5, 0.0], "diverged", "non-finite loss_ot at epoch 2")
+    folder = write_experiment(tmp_path / "div" / "A2D", rows, task="A2D", search="tpe", space={},
+                              max_epochs=3, dataset="office31")
+    assert not (folder / BEST_CONFIG_FILE).exists()
+    result = build_dashboard(tmp_path, images=False)
+    assert [p for p in result.problems if p.severity == "error"] == []
+    assert "still running" not in " ".join(str(p) for p in result.problems)

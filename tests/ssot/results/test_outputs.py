@@ -1,0 +1,43 @@
+"""`ssot.results.storage.check_output` (``ssot.cli.check_output``): every output location is tried
+before any work, refused in one line, and nothing is left behind."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ssot.cli import check_output
+from ssot.errors import ResultsError, SSOTError
+
+
+def test_a_folder_that_can_be_created_passes_and_nothing_is_left_behind(tmp_path):
+    check_output(tmp_path / "a" / "b" / "c", "--out", folder=True)
+    check_output(tmp_path / "x" / "run.json", "--out", folder=False)
+    assert list(tmp_path.iterdir()) == []  # the folders and the file were created to try, then removed
+    (tmp_path / "kept").mkdir()
+    check_output(tmp_path / "kept", "--out", folder=True)
+    assert list((tmp_path / "kept").iterdir()) == []  # the probe file is gone
+
+
+def test_a_file_in_the_way_or_an_existing_result_is_refused(a_file, tmp_path):
+    with pytest.raises(SSOTError, match=f"--out {a_file / 'x'} cannot be created: {a_file} is a file, not a folder"):
+        check_output(a_file / "x", "--out", folder=True)
+    with pytest.raises(SSOTError, match=f"--out {a_file} is a file, not a folder"):
+        check_output(a_file, "--out", folder=True)
+    with pytest.raises(SSOTError, match="already exists; choose another --out"):
+        check_output(a_file, "--out", folder=False)
+    check_output(a_file, "--db", folder=False, exists_ok=True)  # a database a command continues
+    with pytest.raises(SSOTError, match="is a folder, not a file"):
+        check_output(tmp_path, "--out", folder=False)
+    (tmp_path / "results.md").write_text("old")
+    with pytest.raises(ResultsError, match="results.md already exists; move the old files away or choose another --out"):
+        check_output(tmp_path, "--out", folder=True, new=["results.csv", "results.md"])
+    assert (tmp_path / "results.md").read_text() == "old"
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys") or not os.access("/sys", os.W_OK),
+                    reason="needs a folder that os.access calls writable but refuses to write (/sys, as root)")
+def test_the_location_is_tried_not_asked_about():
+    """``os.access`` says yes for root even where nothing can be written; creating it says no."""
+    with pytest.raises(SSOTError, match="--out /sys/ssot-check-output cannot be written"):
+        check_output("/sys/ssot-check-output", "--out", folder=True)

@@ -1,0 +1,51 @@
+"""The per-epoch evaluation pass: every validator in every epoch, the held-out source."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ssot import Trainer
+from ssot.evaluation import split_source
+from ssot.train import main
+from ssot.validators import EPOCH_VALIDATORS
+
+
+
+def test_every_epoch_carries_every_validator(tmp_path):
+    out = tmp_path / "run.json"
+    assert main(["--task", "digits", "--epochs", "2", "--pretrain-epochs", "1", "--iters-per-epoch", "3", "--quiet",
+                 "--source-holdout", "0.1", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    for epoch in record["epochs"]:
+        assert set(EPOCH_VALIDATORS) <= set(epoch)
+        assert all(math.isfinite(epoch[k]) for k in EPOCH_VALIDATORS)
+        assert 0 <= epoch["mixval"] <= 1 and epoch["entropy"] >= 0
+    assert len(record["target_pred"]) == record["task"]["n_target"]
+    assert set(record["target_pred"]) <= set(range(10))
+    assert record["task"]["n_source_holdout"] == round(0.1 * record["task"]["n_source"])
+
+
+def test_validators_match_the_validator_functions_on_the_same_pass(quick_config, digits_task):
+    from ssot import evaluation
+    from ssot import validators as V
+
+    trainer = Trainer(quick_config(epochs=2), digits_task)
+    metrics = trainer.evaluate()
+    target = evaluation.collect(trainer, digits_task.target_eval)
+    assert metrics["snd"] == pytest.approx(V.snd(target.probs))
+    assert metrics["im"] == pytest.approx(V.im(target.probs))
+    assert metrics["target_acc"] == pytest.approx(float((target.probs.argmax(1) == target.labels).float().mean()))
+    assert trainer.record["target_pred"] == target.probs.argmax(1).tolist()
+
+
+def test_held_out_source_is_disjoint_and_never_trained_on(quick_config, digits_task):
+    train, held = split_source(digits_task, 0.2, seed=3)
+    assert len(held) == round(0.2 * len(digits_task.source)) and len(train) + len(held) == len(digits_task.source)
+    assert not set(train.indices) & set(held.indices)
+    trainer = Trainer(quick_config(epochs=2, source_holdout=0.2, seed=3), digits_task)
+    assert trainer.source_train.indices == train.indices
+    assert set(trainer.source_eval_subset.dataset.indices) == set(held.indices)
+    full, same = split_source(digits_task, 0.0, seed=3)
+    assert full is digits_task.source and same is digits_task.source_eval

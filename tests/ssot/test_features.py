@@ -1,0 +1,101 @@
+"""`python -m ssot.features`: a cache of a frozen backbone, and runs on it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from ssot.config import SSOTConfig
+from ssot.data.benchmarks import build_benchmark_task
+from ssot.data.features import FeatureViews, load_feature_task, read_feature_cache
+from ssot.errors import DataError
+from ssot.features import main, weights_checksum
+from ssot.models import build_backbone
+from tests.fixtures.images import make_office31
+
+SMALL = ["--no-pretrained", "--image-size", "32", "--resize-size", "36", "--device", "cpu", "--eval-batch-size", "16",
+         "--num-workers", "0", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def a2w_cache(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("features")
+    root = make_office31(tmp / "data", per_class=1)
+    out = tmp / "a2w.pt"
+    assert main(["--task", "A2W", "--data-root", str(root), *SMALL, "--views", "2", "--out", str(out)]) == 0
+    return root, out
+
+
+def test_cache_holds_the_frozen_backbones_eval_features_and_its_provenance(a2w_cache):
+    root, out = a2w_cache
+    blob = read_feature_cache(out)
+    assert blob["format"] == 2 and blob["task"] == "A2W" and blob["backbone"] == "resnet50"
+    assert blob["transform"]["image_size"] == 32 and blob["transform"]["views"] == 2
+    assert "CenterCrop" in blob["transform"]["eval"] and "RandomResizedCrop" in blob["transform"]["train"]
+    assert blob["source"]["features"].shape == (31, 2048) and blob["target"]["features"].shape == (10, 2048)
+    assert blob["source_views"].shape == (2, 31, 2048) and blob["target_views"].shape == (2, 10, 2048)
+    # reference: the same seeded backbone run by hand, in float64, on the eval transform
+    cfg = SSOTConfig.for_task("A2W", pretrained=False, image_size=32, resize_size=36, data_root=str(root))
+    torch.manual_seed(cfg.seed)
+    net, _ = build_backbone(cfg)
+    assert weights_checksum(net) == blob["weights_sha256"]
+    net = net.double().eval()
+    task = build_benchmark_task("A2W", root, image_size=32, resize_size=36)
+    x = torch.stack([task.target_eval[i][0] for i in range(3)]).double()
+    with torch.no_grad():
+        ref = net(x).float()
+    torch.testing.assert_close(blob["target"]["features"][:3], ref, rtol=1e-4, atol=1e-4)
+    assert blob["target"]["labels"].tolist() == task.target_eval.targets
+    # augmented views differ from the eval view (random crops), but have the same labels
+    assert not torch.allclose(blob["source_views"][0], blob["source"]["features"])
+
+
+def test_training_set_draws_views_and_evaluation_uses_eval_features(a2w_cache):
+    _, out = a2w_cache
+    task = load_feature_task(out, "A2W", backbone="resnet50")
+    assert isinstance(task.source, FeatureViews) and task.input_shape == (2048,)
+    views = read_feature_cache(out)["source_views"]
+    torch.manual_seed(0)
+    drawn = torch.stack([task.source[0][0] for _ in range(40)])
+    hits = {int(torch.isclose(views[:, 0], d).all(1).nonzero()[0]) for d in drawn}
+    assert hits == {0, 1}  # every draw is one of the two views, and both occur
+    assert torch.equal(task.source_eval[0][0], read_feature_cache(out)["source"]["features"][0])
+
+
+def test_other_task_or_backbone_and_existing_out_are_refused_in_one_line(a2w_cache, tmp_path, capsys):
+    root, out = a2w_cache
+    with pytest.raises(DataError, match="holds task 'A2W', not 'D2W'"):
+        load_feature_task(out, "D2W")
+    with pytest.raises(DataError, match="built with backbone 'resnet50', not 'digits_cnn'"):
+        load_feature_task(out, "A2W", backbone="digits_cnn")
+    before = out.read_bytes()
+    assert main(["--task", "A2W", "--data-root", str(root), *SMALL, "--out", str(out)]) == 2
+    assert out.read_bytes() == before
+    assert main(["--task", "A2W", "--data-root", str(tmp_path / "none"), *SMALL, "--out", str(tmp_path / "x.pt")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "already exists" in err[0] and "none" in err[1]
+    assert not (tmp_path / "x.pt").exists()
+
+
+@pytest.mark.slow
+def test_search_and_final_runs_on_the_cache(a2w_cache, tmp_path):
+    pytest.importorskip("ray")
+    from tune.final import main as final_main
+    from tune.search import main as search_main
+
+    _, out = a2w_cache
+    quick = ["--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2", "--set", "batch_size=8", "--set", "eval_batch_size=64"]
+    code = search_main(["--task", "A2W", "--features", str(out), "--num-samples", "2", "--epochs", "1", "--num-cpus", "2",
+                        "--storage-path", str(tmp_path / "runs"), "--verbose", "0", *quick])
+    assert code == 0
+    exp = tmp_path / "runs" / "ssot-A2W" / "A2W"
+    best = json.loads((exp / "best_config.json").read_text())
+    assert best["backbone"] == "features" and best["features_path"] == str(out.resolve())
+    # final runs of the exported config on the same cache
+    cfg = tmp_path / "configs" / "A2W.json"
+    cfg.parent.mkdir()
+    SSOTConfig.from_dict({**best, "backbone": "resnet50", "features_path": None}).to_json(cfg)
+    assert final_main([str(cfg), "--seeds", "0", "--features", str(out), "--out", str(tmp_path / "final")]) == 0
+    record = json.loads((tmp_path / "final" / "runs" / "A2W_seed0.json").read_text())
+    assert record["config"]["backbone"] == "features" and record["status"] == "completed"

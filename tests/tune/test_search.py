@@ -1,0 +1,115 @@
+"""`python tune/search.py`: flags, datasets, exit statuses, resume after Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from ssot.errors import ConfigError
+from tests.fixtures import REPO
+from tests.fixtures.experiments import last_rows as final_results
+from tune import space as spaces
+
+SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
+
+
+def _run_cli(args: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*SEARCH, *args], capture_output=True, text=True, cwd=kw.pop("cwd", None), timeout=kw.pop("timeout", 300), **kw)
+
+
+def test_missing_dataset_exits_at_once_with_where_to_get_it(tmp_path):
+    start = time.monotonic()
+    env = {k: v for k, v in os.environ.items() if k != "SSOT_DATA_ROOT"}
+    proc = _run_cli(["--task", "P2I", "--num-samples", "50", "--data-root", str(tmp_path)], env=env)
+    assert proc.returncode == 2 and time.monotonic() - start < 60
+    assert "imageclef" in proc.stderr and "imageclef.org" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _run_cli(["--task", "P2I"], env=env)
+    assert proc.returncode == 2 and "no data root" in proc.stderr
+
+
+def test_more_gpus_than_the_cluster_has_is_refused_within_seconds(tmp_path):
+    start = time.monotonic()
+    proc = _run_cli(["--task", "digits", "--gpus-per-trial", "1", "--num-cpus", "2", "--storage-path", str(tmp_path)])
+    if proc.returncode == 0:
+        pytest.skip("this machine has a GPU")
+    assert proc.returncode == 2 and "asks for more GPUs than the Ray cluster has (0)" in proc.stderr
+    assert time.monotonic() - start < 90 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp_path):
+    args = ["--task", "digits", "--num-samples", "4", "--epochs", "3", "--set", "pretrain_epochs=2",
+            "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--storage-path", str(tmp_path),
+            "--name", "crash", "--grace-period", "1", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+    proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    exp = tmp_path / "crash" / "digits"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any(p.stat().st_size > 0 for p in exp.glob("trial_*/result.json")):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the experiment state and exits
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130  # interrupted is not success
+    assert (exp / "experiment.json").exists()
+    before = json.loads((exp / "experiment.json").read_text())
+    assert before["status"] == "running"
+    refused = _run_cli(args)
+    assert refused.returncode == 2 and "already exists. Pass --resume" in refused.stderr
+    resumed = _run_cli([*args, "--resume"])
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    frame = pd.read_csv(exp / "trials.csv")
+    last = final_results(frame)
+    assert last["trial_id"].nunique() == 4
+    for _, trial in frame.groupby("trial_id"):  # interrupted trials continued from their checkpoint
+        assert list(trial["epoch"]) == list(range(1, len(trial) + 1))
+    assert set(last["status"]) <= {"completed", "early-stopped"}
+    assert json.loads((exp / "experiment.json").read_text())["status"] == "finished"
+    assert "finished; table" in resumed.stdout
+    # the resumed search kept the same Optuna study: every trial, with its last value (tune/live.py)
+    import optuna
+
+    study = optuna.load_study(study_name="crash/digits", storage=f"sqlite:///{tmp_path}/optuna.db")
+    assert sorted(t.value for t in study.trials) == pytest.approx(sorted(last["target_acc"]))
+
+
+def test_command_line_ranges_and_grid_options():
+    from tune.search import build_parser, options_for
+
+    args = build_parser().parse_args(["--task", "digits", "--eps-range", "0.1", "1", "--widths", "64", "128",
+                                      "--epochs", "4", "--set", "lr=3e-4", "--set", "use_mask=false"])
+    options = options_for(args, "digits", "my-exp")
+    assert options.name == "my-exp"
+    assert options.space["eps"] == {"type": "loguniform", "low": 0.1, "high": 1.0}
+    assert options.space["lambda_ot"] == spaces.default_space()["lambda_ot"]
+    assert options.space["potential_width"]["values"] == [64, 128]
+    assert options.base == {"epochs": 4, "lr": 3e-4, "use_mask": False, "seed": 0} and options.num_samples == 20
+    grid = options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--eps", "0.5"]), "digits", None)
+    assert grid.num_samples == 1 and grid.space["eps"] == {"type": "fixed", "value": 0.5}
+    with pytest.raises(ConfigError, match="--lambda-ot-range set the sampled space; --search grid"):
+        options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--lambda-ot-range", "1", "2"]), "digits", None)
+
+
+def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
+    import pandas as pd
+
+    from tune import search
+    from tune.experiment import SearchOutcome
+
+    seen = []
+
+    def fake_run_search(options, *, address=None, num_cpus=None):
+        seen.append((options.task, options.name))
+        return SearchOutcome(path=f"x/{options.name}/{options.task}", trials=pd.DataFrame(), best_config=None, finished=True)
+
+    monkeypatch.setattr(search, "run_search", fake_run_search)
+    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    from ssot.cli import EXIT_NO_RESULT as EXIT_NOTHING_USABLE
+
+    # the fake searches return no trial, hence "nothing usable"; what is checked is the expansion
+    assert search.main(["--task", "embedded", "--num-samples", "1"]) == EXIT_NOTHING_USABLE
+    assert seen == [("digits", "ssot-embedded"), ("P2H", "ssot-embedded"), ("H2P", "ssot-embedded")]
