@@ -9,7 +9,7 @@
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
     python tune/search.py --task digits --tracker mlflow --tracker tensorboard # log the trials to trackers too
-    python tune/search.py --task P2I --address HEAD:6379 --storage-path s3://bucket/ssot   # a cluster (README)
+    python tune/search.py --task P2I --address HEAD:6379 --storage-path s3://bucket/ssot   # a cluster (docs/clusters.md)
 
 Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json);
 trials.csv and best_config.json (the best so far) are rewritten after each finished trial.

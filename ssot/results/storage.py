@@ -27,7 +27,7 @@ from typing import Any
 from ssot.errors import ExternalError, ResultsError, SSOTError
 from ssot.results import experiment as files
 
-#: The environment variables that locate and open S3-compatible storage (README, "Running on a cluster").
+#: The environment variables that locate and open S3-compatible storage (the manual: docs/clusters.md).
 S3_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
 
