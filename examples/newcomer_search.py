@@ -1,9 +1,10 @@
 """The newcomer's path on a task: search, export the best config, final runs over seeds, dashboard.
 
     python examples/newcomer_search.py                   # digits (manual: Measured results, Embedded task)
-    python examples/newcomer_search.py --task P2I --data-root DIR   # a paper task
+    python examples/newcomer_search.py --task P2I --data-root DIR   # a paper task, on a GPU when there is one
 
-Runs ``tune/search.py`` (20 TPE trials, ASHA), ``tune/export.py``, ``tune/final.py`` (seeds 0 1
+A paper task whose dataset is not under the data root exits 2 and says what is missing
+(``python -m ssot.data check``). Runs ``tune/search.py`` (20 TPE trials, ASHA; 50 on a paper task), ``tune/export.py``, ``tune/final.py`` (seeds 0 1
 2 of the best config, a table beside the paper's accuracies) and ``analysis/sensitivity.py`` (the
 dashboard and its figures), then prints the final table and the importances the dashboard shows.
 """
@@ -19,7 +20,8 @@ import common  # noqa: E402
 def body(example: common.Example) -> int:
     example.check_data()
     results, configs, final = example.out / "ray_results", example.out / "configs", example.out / "final"
-    example.run("tune/search.py", "--task", example.task, *example.search_flags(20), *example.data_flags(),
+    trials = 20 if example.task in common.EMBEDDED else 50
+    example.run("tune/search.py", "--task", example.task, *example.search_flags(trials), *example.data_flags(),
                 "--storage-path", results, "--verbose", "0")
     example.run("tune/export.py", results, "--out", configs)
     example.run("tune/final.py", configs, *example.seeds(0, 1, 2), "--out", final,

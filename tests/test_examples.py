@@ -89,5 +89,4 @@ def test_every_example_is_in_the_manual():
     results = "".join(p.read_text() for p in (REPO / "docs" / "results").glob("*.md"))
     for example in EXAMPLES:
         assert f"python examples/{example.name}" in listed, example.name
-        if example.stem != "paper_task":  # measured where the data was: the embedded tasks only
-            assert f"examples/{example.name}" in results, example.name
+        assert f"examples/{example.name}" in results, example.name
