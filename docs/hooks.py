@@ -121,10 +121,10 @@ def command_help() -> str:
     parts = []
     for name, module in commands().items():
         parser = parser_of(module)
-        parts += [f"## `{name}`", "", f"`{parser.prog}` (or `{name}`), module `{module}`.", "",
+        parts += [f"### `{name}`", "", f"`{parser.prog}` (or `{name}`), module `{module}`.", "",
                   "```text", _help(parser).rstrip(), "```", ""]
         for sub_name, sub in _subcommands(parser).items():
-            parts += [f"### `{name} {sub_name}`", "", "```text", _help(sub).rstrip(), "```", ""]
+            parts += [f"#### `{name} {sub_name}`", "", "```text", _help(sub).rstrip(), "```", ""]
     return "\n".join(parts)
 
 
