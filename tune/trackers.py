@@ -30,7 +30,8 @@ and how it ended:
 Everything is checked before Ray starts (:func:`tracker_callbacks`), in one line with exit
 status 2: a tracker whose package is missing (``pip install -e ".[trackers]"``), an MLflow
 tracking URI that cannot be used (a sqlite or file location that cannot be created, an HTTP
-server that does not answer within a few seconds), a W&B folder that cannot be created.
+server that does not answer within a few seconds, a store MLflow itself refuses, such as the file
+store ``./mlruns`` that MLflow 3 keeps in maintenance mode), a W&B folder that cannot be created.
 """
 from __future__ import annotations
 
@@ -110,12 +111,20 @@ def _check_mlflow_uri(uri: str) -> None:
             reason = getattr(exc, "reason", exc)
             raise ConfigError(f"{where} does not answer within {PROBE_TIMEOUT:g} s ({reason}). Start the server "
                               f"(mlflow server --host 127.0.0.1 --port 5000) or set {MLFLOW_URI_ENV}.") from None
-    elif uri.startswith("sqlite:///"):
+        return
+    if uri.startswith("sqlite:///"):
         check_output(uri.split(":///", 1)[1], f"${MLFLOW_URI_ENV} (--tracker mlflow)", folder=False, exists_ok=True)
     elif uri.startswith("file:") or "://" not in uri:
         check_output(uri.removeprefix("file://").removeprefix("file:"), f"${MLFLOW_URI_ENV} (--tracker mlflow)", folder=True,
                      exists_ok=True)
-    # other schemes (databricks, postgresql://, ...) are MLflow's to check
+    from mlflow import MlflowClient
+
+    try:  # what MLflow itself refuses (a file store in maintenance mode, a database it cannot migrate, ...)
+        MlflowClient(uri).search_experiments(max_results=1)
+    except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{where} cannot be used by MLflow ({first}). Set {MLFLOW_URI_ENV} to a database such as "
+                          "sqlite:///mlflow.db or a tracking server's http:// URL.") from None
 
 
 def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: int) -> list[Any]:
