@@ -45,12 +45,14 @@ def memory_format(config: Any, device: torch.device) -> torch.memory_format:
 
 
 def passes(n: int, generator: torch.Generator) -> Iterator[tuple[int, torch.Tensor]]:
-    """Endless ``(seed of the pass, permutation of range(n))``: the draws a fresh
-    ``DataLoader(shuffle=True, generator=generator)`` iterator makes (an int64, which seeds its
-    workers, then ``randperm``), so the order is the DataLoader's."""
+    """Endless ``(seed of the pass, permutation of range(n))``, with the draws a
+    ``DataLoader(shuffle=True, generator=generator)`` makes, so the order is the DataLoader's: per
+    pass an int64 (that seeds its workers), the permutation, and at the end of the pass a second
+    permutation that ``RandomSampler`` draws and throws away."""
     while True:
         seed = int(torch.empty((), dtype=torch.int64).random_(generator=generator))
         yield seed, torch.randperm(n, generator=generator)
+        torch.randperm(n, generator=generator)
 
 
 def cut(perm: torch.Tensor, batch_size: int) -> list[torch.Tensor]:
@@ -66,13 +68,14 @@ class SeededSampler(Sampler):
 
     def __init__(self, n: int, batch_size: int):
         self.n, self.batch_size = n, batch_size
-        self.generator = torch.Generator()
+        self.start(0)
 
     def start(self, seed: int) -> None:
-        self.generator.manual_seed(seed)
+        """Start the passes of ``seed`` (the next ``iter()`` is the first)."""
+        self._passes = passes(self.n, torch.Generator().manual_seed(seed))
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
-        seed, perm = next(passes(self.n, self.generator))
+        seed, perm = next(self._passes)
         for batch in cut(perm, self.batch_size):
             yield [(i, (seed + i) % _SEEDS) for i in batch.tolist()]
 
