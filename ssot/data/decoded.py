@@ -263,15 +263,20 @@ class DecodedImages(Dataset):
         self.cache = cache
         self.images, self.targets = cache.side(side)
         self.labels = torch.tensor(self.targets, dtype=torch.long)
-        self.train, self.image_size, self.transform = train, image_size, transform
+        self.train, self.image_size, self.transform_name = train, image_size, transform
 
     def __len__(self) -> int:
         return len(self.targets)
 
     def __repr__(self) -> str:
-        how = "random resized crop + flip" if self.train and self.transform == "default" else "centre crop"
+        how = "random resized crop + flip" if self.train and self.transform_name == "default" else "centre crop"
         return (f"DecodedImages({self.cache.path.name}, {len(self)} images {self.cache.size}x{self.cache.size}, "
-                f"{how} {self.image_size}, transform={self.transform!r})")
+                f"{how} {self.image_size}, transform={self.transform_name!r})")
+
+    @property
+    def transform(self) -> str:
+        """What is done to each image (the provenance of a feature cache built from it)."""
+        return repr(self)
 
     def gather(self, positions: torch.Tensor, *, pin: bool = False) -> torch.Tensor:
         """The uint8 pixels ``(B, S, S, 3)`` of the images at ``positions`` (a CPU tensor),
@@ -286,7 +291,7 @@ class DecodedImages(Dataset):
         """The network's input ``(B, 3, s, s)`` float32 from uint8 ``images`` on any device; the
         random draws (training, ``default``) come from ``generator``."""
         if self.train:
-            return augment.train_batch(images, self.image_size, self.transform, generator)
+            return augment.train_batch(images, self.image_size, self.transform_name, generator)
         return augment.eval_batch(images, self.image_size)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
