@@ -358,7 +358,8 @@ def machine_name(device: str) -> str:
     if device == "cuda":
         what = f"GPU {torch.cuda.get_device_name(0)}"
     else:
-        what = f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
+        what = (f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, "
+                f"load average {os.getloadavg()[0]:.1f} at the start")
     return f"{what}, torch {torch.__version__}, measured {time.strftime('%Y-%m-%d')}"
 
 
