@@ -44,7 +44,7 @@ def test_the_cpu_smoke_run_goes_through_every_section_and_writes_its_table(tmp_p
     assert text.startswith("CPU ") and f"torch {torch.__version__}" in text
     for row in ("model: plain CE, NCHW", "model: plain CE, channels_last", "model: SSOT step, channels_last",
                 "model: old SSOT step", "input pipeline: decoded cache + device augmentation",
-                "input pipeline: JPEG loader, 1 persistent workers", "decoded-image cache: `python -m ssot.data prepare`",
+                "input pipeline: JPEG loader, 1 persistent workers", "decoded-image cache: `python -m ssot.data prepare`; opening it",
                 "1 trial(s) per GPU (gpus-per-trial 1), no MPS", "2 trial(s) per GPU (gpus-per-trial 0.5), no MPS",
                 "trials with MPS | not measured: MPS needs CUDA", "one A2W epoch (1 iterations + evaluation)"):
         assert row in text, row
@@ -59,7 +59,8 @@ def test_table_gives_each_ratio_and_goal():
         "model": {"plain CE, NCHW": 1909.0, "SSOT step, NCHW": 1500.0, "plain CE, channels_last": 2417.0,
                   "SSOT step, channels_last": 2300.0, "old SSOT step (NCHW, host read every step)": 1648.0},
         "pipeline": {"model": 2300.0, "rates": {"decoded cache + device augmentation": 4600.0,
-                                                "JPEG loader, 4 persistent workers": 812.0}, "prepare_s": 30.0, "cache_gib": 0.66},
+                                                "JPEG loader, 4 persistent workers": 812.0}, "prepare_s": 30.0, "cache_gib": 0.66,
+                     "open_s": 1.5},
         "trials": {"time-slicing": {1: 1600.0, 2: 1700.0, 4: 1700.0}, "mps": {1: 1600.0, 2: 2656.0, 4: 3152.0},
                    "mps_detail": "a daemon started for the search"},
         "epoch": {"before": 10.0, "after": 5.0, "iterations": 88},
@@ -70,7 +71,7 @@ def test_table_gives_each_ratio_and_goal():
     assert "| 200 % of the model (2,300 images/s) | >= 100 %: met |" in text and "| 35 % of the model (2,300 images/s) | (today's) |" in text
     assert "| 4 trial(s) per GPU (gpus-per-trial 0.25), no MPS | 1,700 images/s in total | 1.06x one trial |  |" in text
     assert "| 4 trial(s) per GPU (gpus-per-trial 0.25), MPS | 3,152 images/s in total | 1.97x one trial | >= 1.9x: met |" in text
-    assert "| 10.0 s / 5.0 s | 2.00x faster | >= 1.8x: met |" in text
+    assert "| 10.0 s / 5.0 s | 2.00x faster | >= 1.8x: met |" in text and "| 30 s, 0.66 GiB; 1.5 s |" in text
     slow = {**results, "model": {"plain CE, channels_last": 2417.0, "SSOT step, channels_last": 1648.0},
             "trials": {"time-slicing": {1: 1600.0}, "mps": None, "mps_detail": "nvidia-cuda-mps-control is not on PATH"}}
     text = gpu.table(slow, "GPU Test GPU")
