@@ -77,12 +77,22 @@ def draw_crops(n: int, height: int, width: int, generator: torch.Generator | Non
     return boxes, flips
 
 
+_STATS: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
+
+
+def _to(t: Tensor, device: torch.device) -> Tensor:
+    """A small CPU tensor on ``device`` without waiting for the GPU (a blocking copy would sync)."""
+    return t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t.to(device)
+
+
 def normalize(x: Tensor) -> Tensor:
     """uint8 (or 0-255 float) ``(B, 3, h, w)`` pixels -> ImageNet-normalised float32, as
     ``ToTensor`` then ``Normalize`` compute it."""
     x = x.float().div(255) if x.dtype == torch.uint8 else x.div(255)
-    mean = torch.as_tensor(IMAGENET_MEAN, dtype=x.dtype, device=x.device).view(-1, 1, 1)
-    std = torch.as_tensor(IMAGENET_STD, dtype=x.dtype, device=x.device).view(-1, 1, 1)
+    key = (x.device, x.dtype)
+    if key not in _STATS:  # copied to the device once, not once per batch
+        _STATS[key] = tuple(torch.tensor(v, dtype=x.dtype).view(-1, 1, 1).to(x.device) for v in (IMAGENET_MEAN, IMAGENET_STD))  # type: ignore[assignment]
+    mean, std = _STATS[key]
     return x.sub_(mean).div_(std)
 
 
@@ -114,9 +124,9 @@ def resized_crops(images: Tensor, boxes: Tensor, flips: Tensor, size: int) -> Te
     """
     x = images.permute(0, 3, 1, 2).float()
     n, _, height, width = x.shape
-    top, left, h, w = boxes.to(device=x.device, dtype=torch.float32).unbind(1)
+    top, left, h, w = _to(boxes.to(torch.float32), x.device).unbind(1)
     ys, xs = _source_coords(top, h, size), _source_coords(left, w, size)
-    xs = torch.where(flips.to(x.device)[:, None], xs.flip(1), xs)  # a flipped crop reads its columns backwards
+    xs = torch.where(_to(flips, x.device)[:, None], xs.flip(1), xs)  # a flipped crop reads its columns backwards
     grid = torch.stack([(2 * xs + 1) / width - 1, (2 * ys + 1) / height - 1], -1)  # (B, size, 2): x then y
     grid = torch.stack([grid[:, None, :, 0].expand(n, size, size), grid[:, :, None, 1].expand(n, size, size)], -1)
     out = torch.nn.functional.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)

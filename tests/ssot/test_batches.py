@@ -110,3 +110,27 @@ def test_cuda_batches_of_a_cache_are_channels_last_and_on_the_gpu():
     train = DecodedImages(cache, "source", train=True, image_size=6, transform="default")
     x, y = next(Batches(_config(0, batch_size=4), torch.device("cuda")).train(train, 0))
     assert x.is_cuda and y.is_cuda and x.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_decoded_batch_and_a_step_do_not_sync_the_host():
+    from ssot import SSOTConfig, Trainer
+    from ssot.data.base import TaskData
+
+    cache = _cache(40, 40, size=40)
+    sides = {(side, train): DecodedImages(cache, side, train=train, image_size=32, transform="default")
+             for side in ("source", "target") for train in (True, False)}
+    task = TaskData("A2W", sides["source", True], sides["source", False], sides["target", True], sides["target", False],
+                    [str(k) for k in range(31)], list(range(10)), (3, 32, 32))
+    trainer = Trainer(SSOTConfig.for_task("A2W", pretrained=False, device="cuda", precision="bf16", batch_size=8,
+                                          image_size=32, resize_size=40, num_workers=0), task)
+    src, tgt = trainer.batches.train(trainer.source_train, 0), trainer.batches.train(trainer.target_ids, 1)
+    trainer.step(*next(src), *next(tgt))  # the first step initialises (cuBLAS, cuDNN)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            losses = trainer.step(*next(src), *next(tgt))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert all(v.is_cuda for v in losses.values())
