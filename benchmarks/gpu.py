@@ -308,6 +308,11 @@ def _met(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
+def _ips(value: float) -> str:
+    """Images/s as read by a person: thousands separated; two significant digits below 10 (a CPU's model)."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
 def table(results: dict[str, Any], machine: str, sizes: Sizes = Sizes()) -> str:
     """The Markdown report of ``results`` (the sections that ran)."""
     lines = [f"{machine}; random-init ResNet-50, {sizes.image}x{sizes.image}, batch {sizes.batch} + {sizes.batch}", "",
@@ -321,14 +326,14 @@ def table(results: dict[str, Any], machine: str, sizes: Sizes = Sizes()) -> str:
                 ok = ips / ce >= GOAL_SSOT_VS_CE and ips >= GOAL_SSOT_IPS
                 ratio = f"SSOT at {100 * ips / ce:.0f} % of plain CE"
                 goal = f">= {100 * GOAL_SSOT_VS_CE:.0f} % and >= {GOAL_SSOT_IPS:,.0f} images/s: {_met(ok)}"
-        lines.append(f"| model: {name} | {ips:,.0f} images/s | {ratio} | {goal} |")
+        lines.append(f"| model: {name} | {_ips(ips)} images/s | {ratio} | {goal} |")
     pipeline = results.get("pipeline")
     if pipeline:
         target = pipeline["model"]
         for name, ips in pipeline["rates"].items():
             goal = f">= {100 * GOAL_PIPELINE:.0f} %: {_met(ips >= GOAL_PIPELINE * target)}" if name.startswith("decoded") else "(today's)"
-            lines.append(f"| input pipeline: {name} | {ips:,.0f} images/s | {100 * ips / target:.0f} % of the model "
-                         f"({target:,.0f} images/s) | {goal} |")
+            lines.append(f"| input pipeline: {name} | {_ips(ips)} images/s | {100 * ips / target:.0f} % of the model "
+                         f"({_ips(target)} images/s) | {goal} |")
         if pipeline.get("prepare_s") is not None:
             lines.append(f"| decoded-image cache: `python -m ssot.data prepare`; opening it (checks, checksum) | "
                          f"{pipeline['prepare_s']:.0f} s, {pipeline['cache_gib']:.2f} GiB; {pipeline.get('open_s', float('nan')):.1f} s | | |")
@@ -340,7 +345,7 @@ def table(results: dict[str, Any], machine: str, sizes: Sizes = Sizes()) -> str:
                 ratio = f"{ips / one:.2f}x one trial" if one else ""
                 goal = f">= {GOAL_FOUR_TRIALS}x: {_met(ips / one >= GOAL_FOUR_TRIALS)}" if mode == "mps" and n == 4 and one else ""
                 lines.append(f"| {n} trial(s) per GPU (gpus-per-trial {1 / n:g}), {'MPS' if mode == 'mps' else 'no MPS'} | "
-                             f"{ips:,.0f} images/s in total | {ratio} | {goal} |")
+                             f"{_ips(ips)} images/s in total | {ratio} | {goal} |")
         if trials.get("mps") is None:
             lines.append(f"| trials with MPS | not measured: {trials.get('mps_detail')} | | |")
     epoch = results.get("epoch")
