@@ -48,9 +48,7 @@ def test_the_cpu_smoke_run_goes_through_every_section_and_writes_its_table(tmp_p
                 "1 trial(s) per GPU (gpus-per-trial 1), no MPS", "2 trial(s) per GPU (gpus-per-trial 0.5), no MPS",
                 "trials with MPS | not measured: MPS needs CUDA", "one A2W epoch (1 iterations + evaluation)"):
         assert row in text, row
-    again = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--smoke", "--out", str(out)], capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 2 and "already exists" in again.stderr and out.read_text() == text
+    assert _load().main(["--device", "cpu", "--smoke", "--out", str(out)]) == 2 and out.read_text() == text  # never overwritten
 
 
 def test_table_gives_each_ratio_and_goal():
