@@ -24,6 +24,7 @@ from ssot.results import metrics, storage
 from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from ssot.results.trials import ERRORED, RUNNING
+from tune import mps
 from tune import space as spaces
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
@@ -76,6 +77,8 @@ class SearchOptions:
     #: Custom Ray resources each trial requests besides CPUs and GPUs, e.g. ``{"worker_node": 1}``
     #: to run trials only on nodes started with ``ray start --resources '{"worker_node": N}'``.
     trial_resources: dict[str, float] = field(default_factory=dict)
+    #: Use NVIDIA MPS when trials share a GPU (a fractional ``gpus_per_trial``; :mod:`tune.mps`).
+    mps: bool = True
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -245,6 +248,9 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
         os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
     started_ray = not ray.is_initialized()
+    # MPS for trials that share a GPU: found or started before Ray, whose workers inherit its environment
+    sharing = mps.start(options.gpus_per_trial, enabled=options.mps,
+                        joined=(f"the Ray cluster at {address}" if address else None) or (None if started_ray else "a Ray started before the search"))
     if started_ray:
         try:
             # without --address, always a new local instance: never join whatever cluster Ray last
@@ -252,6 +258,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
                      ignore_reinit_error=True, log_to_driver=options.verbose > 1)
         except ConnectionError as exc:
+            sharing.stop()
             raise SSOTError(
                 f"Cannot connect to the Ray cluster at --address {address} ({exc}). Check that it runs (`ray status`); "
                 "a cluster with token authentication needs RAY_AUTH_MODE=token and its token "
@@ -265,10 +272,11 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
         if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
             os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
-        return _run(options, base, root, path, gpus, slots, resume=exists)
+        return _run(options, base, root, path, gpus, slots, resume=exists, mps_record=sharing.record())
     finally:
         if started_ray:
             ray.shutdown()
+        sharing.stop()
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -288,7 +296,7 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
-         resume: bool) -> SearchOutcome:
+         resume: bool, mps_record: dict[str, Any] | None = None) -> SearchOutcome:
     epochs = base.epochs
     info = storage.read_json(storage.join(path, EXPERIMENT_FILE)) if resume else None
     if info is not None and info.get("status") == FINISHED:
@@ -327,6 +335,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             ),
         )
     info["status"] = RUNNING
+    info["mps"] = mps_record  # this run's (a resumed search records its last run's)
     info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
     storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
     results = tuner.fit()
