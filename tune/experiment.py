@@ -136,9 +136,14 @@ def check_resources(options: SearchOptions) -> float:
     gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
     want = options.gpus_per_trial if options.gpus_per_trial is not None else (1.0 if gpus >= 1 else 0.0)
     if want > gpus:
+        fix = (f"a value <= {gpus:g} (fractions such as 0.5 pack several trials per GPU), or 0 for CPUs" if gpus > 0
+               else "0: the cluster has no GPU, trials run on CPUs")
         raise ConfigError(f"--gpus-per-trial {want:g} asks for more GPUs than the Ray cluster has ({gpus:g}); "
-                          f"trials would stay PENDING forever. Use --gpus-per-trial 0 (CPU) or a fraction <= {gpus:g}.")
+                          f"trials would stay PENDING forever. Use --gpus-per-trial {fix}.")
     if options.cpus_per_trial > cpus:
+        if cpus < 1:  # e.g. a head node started with --num-cpus 0 and no worker node yet
+            raise ConfigError(f"The Ray cluster has no CPU ({cpus:g}): no trial can run. Add nodes with CPUs "
+                              "(`ray start --address ...`), or drop --address to start a local Ray.")
         raise ConfigError(f"--cpus-per-trial {options.cpus_per_trial:g} exceeds the {cpus:g} CPUs of the Ray cluster. "
                           f"Use a value <= {cpus:g}.")
     for name, amount in options.trial_resources.items():

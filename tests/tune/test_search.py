@@ -35,11 +35,21 @@ def test_missing_dataset_exits_at_once_with_where_to_get_it(tmp_path):
 
 def test_more_gpus_than_the_cluster_has_is_refused_within_seconds(tmp_path):
     start = time.monotonic()
-    proc = _run_cli(["--task", "digits", "--gpus-per-trial", "1", "--num-cpus", "2", "--storage-path", str(tmp_path)])
-    if proc.returncode == 0:
+    proc = _run_cli(["--task", "digits", "--gpus-per-trial", "2", "--num-cpus", "2", "--storage-path", str(tmp_path)])
+    if "the Ray cluster has (0)" not in proc.stderr:
         pytest.skip("this machine has a GPU")
     assert proc.returncode == 2 and "asks for more GPUs than the Ray cluster has (0)" in proc.stderr
+    assert "Use --gpus-per-trial 0: the cluster has no GPU" in proc.stderr and "<= 0" not in proc.stderr
     assert time.monotonic() - start < 90 and "Traceback" not in proc.stderr
+
+
+def test_no_cpus_are_refused_naming_num_cpus_before_ray_starts(tmp_path, capsys):
+    from tune import search
+
+    assert search.main(["--task", "digits", "--num-cpus", "0", "--storage-path", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "'--num-cpus' argument must be an int in [1, inf). Got 0" in err and "--cpus-per-trial" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
