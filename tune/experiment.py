@@ -94,6 +94,8 @@ class SearchOptions:
             if name.lower() in ("cpu", "gpu") or not isinstance(amount, (int, float)) or not amount > 0:
                 raise ConfigError(f"The 'trial_resources' parameter must map custom resource names (not CPU/GPU: use "
                                   f"--cpus-per-trial and --gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
+        if self.name is not None:
+            storage.check_name(self.name, "--name")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
         if self.metric not in metrics.selectable_metrics():

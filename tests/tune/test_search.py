@@ -123,3 +123,14 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
     # the fake searches return no trial, hence "nothing usable"; what is checked is the expansion
     assert search.main(["--task", "embedded", "--num-samples", "1"]) == EXIT_NOTHING_USABLE
     assert seen == [("digits", "ssot-embedded"), ("P2H", "ssot-embedded"), ("H2P", "ssot-embedded")]
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", ".hidden", "x" * 300])
+def test_a_name_that_is_not_one_folder_is_refused_before_any_work(tmp_path, capsys, name):
+    from tune import search
+
+    storage = tmp_path / "in" / "sp"
+    assert search.main(["--task", "digits", "--num-samples", "1", "--storage-path", str(storage), "--name", name]) == 2
+    err = capsys.readouterr().err
+    assert "'--name' argument must be one folder name" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written, inside or outside --storage-path
