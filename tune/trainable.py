@@ -88,11 +88,17 @@ _TASK_CACHE: dict[str, TaskData] = {}
 def _task_of(config: SSOTConfig) -> TaskData:
     """The task data of ``config``, built once per worker process (datasets are read-only, and
     building them draws no random number, so a trial's results do not change)."""
-    key = json.dumps({k: getattr(config, k) for k in TASK_FIELDS}, default=str)
+    key = task_key(config)
     if key not in _TASK_CACHE:
         _TASK_CACHE.clear()
         _TASK_CACHE[key] = build_task(config)
     return _TASK_CACHE[key]
+
+
+def task_key(config: SSOTConfig) -> str:
+    """What makes two configs' task data the same: the values of the ``task`` group
+    (:data:`ssot.config.TASK_FIELDS`), as text."""
+    return json.dumps({k: getattr(config, k) for k in TASK_FIELDS}, sort_keys=True, default=str)
 
 
 def trial_dirname(trial: Any) -> str:
