@@ -92,12 +92,12 @@ def exit_status(exc: BaseException) -> int:
     return EXIT_EXTERNAL if isinstance(exc, ExternalError) else EXIT_USAGE
 
 
-def run(body: Callable[[], int], *, interrupted: str = "") -> int:
+def run(body: Callable[[], int], *, interrupted: str | Callable[[], str] = "") -> int:
     """Run a command's work: its status, or the status of the error that stopped it.
 
     A :class:`ssot.errors.SSOTError` is printed as one line ``error: <message>`` on stderr (no
     traceback); Ctrl-C prints ``interrupted`` (then ``; <interrupted>`` when given, e.g. what is
-    kept and how to continue).
+    kept and how to continue; a function giving it when the work learnt it).
     """
     try:
         return body()
@@ -105,7 +105,8 @@ def run(body: Callable[[], int], *, interrupted: str = "") -> int:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return exit_status(exc)
     except KeyboardInterrupt:
-        print("interrupted" + (f"; {interrupted}" if interrupted else ""), file=sys.stderr)
+        said = interrupted() if callable(interrupted) else interrupted
+        print("interrupted" + (f"; {said}" if said else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -115,17 +116,25 @@ def runs_status(records: Iterable[Any]) -> int:
                           for r in records) else EXIT_FAILED
 
 
-def command(parser: argparse.ArgumentParser, work: Callable[[argparse.Namespace], int], argv: Sequence[str] | None = None, *,
-            interrupted: str = "", kept: Callable[[argparse.Namespace], Any] | None = None) -> int:
+def command(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentParser], work: Callable[[argparse.Namespace], int],
+            argv: Sequence[str] | None = None, *, interrupted: str = "", kept: Callable[[argparse.Namespace], Any] | None = None) -> int:
     """A command's ``main``: parse ``argv`` with ``parser``, then :func:`run` ``work(args)``.
 
-    ``interrupted`` is what Ctrl-C adds to ``interrupted``; a command that keeps its finished runs
-    where ``kept(args)`` says (and continues there when run again) says so instead.
+    ``parser`` may be a function that builds it: a command whose imports are slow (the dashboard's
+    figures) imports them there and in ``work``, so that Ctrl-C during those imports is
+    ``interrupted`` too, not a traceback. ``interrupted`` is what Ctrl-C adds to ``interrupted``;
+    a command that keeps its finished runs where ``kept(args)`` says (and continues there when run
+    again) says so instead.
     """
-    args = parser.parse_args(argv)
-    if kept is not None:
-        interrupted = f"finished runs are kept in {kept(args)}, rerun the same command to continue"
-    return run(lambda: work(args), interrupted=interrupted)
+    said = [interrupted]
+
+    def body() -> int:
+        args = (parser if isinstance(parser, argparse.ArgumentParser) else parser()).parse_args(argv)
+        if kept is not None:
+            said[0] = f"finished runs are kept in {kept(args)}, rerun the same command to continue"
+        return work(args)
+
+    return run(body, interrupted=lambda: said[0])
 
 
 # ------------------------------------------------------------------------------------ outputs
