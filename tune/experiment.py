@@ -31,7 +31,7 @@ from tune import space as spaces
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
 from tune.study import check_study, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
-from tune.trainable import ssot_trainable, trial_dirname
+from tune.trainable import PRETRAINED_DIR, load_state, pretrained_path, ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
 DEFAULT_MAX_FAILURES = 2
@@ -241,6 +241,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         raise SSOTError(f"Experiment {path} already exists. Pass --resume to continue it, or choose another --name.")
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
+    check_pretrained(root, base)
     if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
         check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
 
@@ -274,6 +275,20 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ray.shutdown()
 
 
+def check_pretrained(root: str, base: SSOTConfig) -> None:
+    """Refuse, before Ray starts, a shared pretrained model of the search's pretraining config
+    (``<root>/_pretrained``) that does not load as a trainer state with
+    ``torch.load(weights_only=True)`` (:func:`tune.trainable.load_state`): a file planted there is
+    never unpickled, and never silently replaced."""
+    path = pretrained_path(storage.join(root, PRETRAINED_DIR), base)
+    try:
+        data = storage.read_bytes(path)
+    except OSError:  # unreadable: the trials report it (e.g. a file where the folder should be)
+        return
+    if data is not None:
+        load_state(data, f"The shared pretrained model {path}")
+
+
 def check_reachable(address: str, timeout: float = 5.0) -> None:
     """Refuse within ``timeout`` seconds an explicit ``HOST:PORT`` where nothing listens (``ray.init``
     would wait for ever, deaf to Ctrl-C); ``auto`` and ``ray://`` addresses are left to Ray."""
@@ -299,7 +314,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
         if done.trials.empty or not (done.trials["status"] == ERRORED).any():
             print(f"{base.task}: experiment {path} already finished; nothing to resume.")
             return done
-    cache_dir = storage.join(root, "_pretrained")  # local, NFS or object storage: every node shares it
+    cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
     if info is None:
         info = new_meta(task=base.task, dataset=dataset_of(base.task), name=root.rsplit("/", 1)[-1],
                                search=options.search, space=options.space, max_epochs=epochs,
