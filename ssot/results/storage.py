@@ -50,6 +50,12 @@ def _fs(uri: str) -> tuple[Any, str]:
     return pyarrow.fs.LocalFileSystem(), str(Path(uri).resolve())
 
 
+def filesystem(uri: str) -> tuple[Any, str]:
+    """The pyarrow filesystem of a local path or URI, and the path on it (what Ray's own storage
+    uses: ``(LocalFileSystem, absolute path)``, ``(S3FileSystem, "bucket/prefix")``)."""
+    return _fs(uri)
+
+
 def exists(uri: str) -> bool:
     import pyarrow.fs
 
@@ -80,6 +86,27 @@ def write_bytes(uri: str, data: bytes) -> None:
 def read_bytes(uri: str) -> bytes | None:
     """The file's content, or None when it does not exist."""
     return _read(*_fs(uri))
+
+
+def remove(uri: str) -> None:
+    """Delete a file (local or an object); nothing when it does not exist."""
+    if not is_uri(uri):
+        Path(uri).unlink(missing_ok=True)
+        return
+    fs, path = _fs(uri)
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+
+
+def entries(uri: str) -> list[str]:
+    """The names directly under a folder (local or a prefix of object storage); none when it
+    does not exist."""
+    import pyarrow.fs
+
+    fs, path = _fs(uri)
+    return sorted(info.base_name for info in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True)))
 
 
 def _read(fs: Any, path: str) -> bytes | None:
@@ -134,6 +161,19 @@ def join(root: str, *parts: str) -> str:
 
 def _reason(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300].rstrip(". ") or type(exc).__name__
+
+
+def write_problem(folder: str) -> str | None:
+    """Why a file cannot be written into ``folder`` now (local or a URI), or None when it can:
+    a small probe file is written and removed (``os.access`` would pass for root on a read-only
+    file system)."""
+    probe = join(folder, f".ssot-write-check-{uuid.uuid4().hex}")
+    try:
+        write_bytes(probe, b"ok")
+        remove(probe)
+    except (OSError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or _reason(exc)
+    return None
 
 
 def check_storage(uri: str, what: str = "--storage-path") -> None:
