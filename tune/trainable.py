@@ -31,10 +31,10 @@ from ssot.errors import DivergedError, SSOTError
 from ssot.results import storage
 from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
 from ssot.trainer import Trainer
+from tune.state import ENDED_FILE, STATE_FILE
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
 REPORTED = ("epoch", *REPORTED_METRICS)
-STATE_FILE = "trainer.pt"
 #: The folder, beside an experiment's task folders (``<storage>/<name>/_pretrained``), of the
 #: source-only models its trials share (``_pretrain_cache``).
 PRETRAINED_DIR = "_pretrained"
@@ -52,6 +52,8 @@ def ssot_trainable(params: dict[str, Any]) -> None:
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
+            if (Path(folder) / ENDED_FILE).is_file():  # the trial had ended (tune.state.repair_checkpoints)
+                return
             path = Path(folder) / STATE_FILE
             trainer.load_state_dict(load_state(path.read_bytes(), f"the trial's checkpoint {checkpoint.path}/{STATE_FILE}",
                                                trainer.device))

@@ -134,3 +134,92 @@ def test_a_name_that_is_not_one_folder_is_refused_before_any_work(tmp_path, caps
     err = capsys.readouterr().err
     assert "'--name' argument must be one folder name" in err and "Traceback" not in err and len(err.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # nothing written, inside or outside --storage-path
+
+
+def test_a_second_driver_of_a_running_search_is_refused_in_one_line(tmp_path, capsys):
+    """The lock is taken before any work: a second search, or --resume, with the same --name and
+    task is refused while the first driver (here this process) holds it."""
+    from ssot.results.lock import ExperimentLock
+    from tune import search
+
+    folder = tmp_path / "runs" / "same" / "digits"
+    args = ["--task", "digits", "--num-samples", "1", "--storage-path", str(tmp_path / "runs"), "--name", "same"]
+    with ExperimentLock(str(folder)):
+        (folder / "experiment.json").write_text("{}")  # what the first driver wrote meanwhile
+        for extra in ([], ["--resume"]):
+            assert search.main([*args, *extra]) == 2
+            err = capsys.readouterr().err
+            assert len(err.splitlines()) == 1 and f"is in use by another search (pid {os.getpid()} on" in err, err
+    assert sorted(p.name for p in folder.iterdir()) == ["experiment.json"]
+
+
+@pytest.mark.slow
+def test_a_driver_killed_at_every_point_resumes_to_the_asked_trials_with_each_epoch_once(tmp_path):
+    """kill -9 of the driver during a checkpoint write, after the first completed trial and after an
+    ASHA stop (tests/fixtures/killed_search.py: each point kills one driver), each followed by the
+    same command with --resume: the asked number of trials, each epoch once, no checkpoint left."""
+    from tests.fixtures.killed_search import POINTS
+
+    log = tmp_path / "kills.log"
+    args = ["--task", "digits", "--num-samples", "3", "--epochs", "3", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
+            "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
+            "--storage-path", str(tmp_path), "--name", "killed", "--verbose", "1"]
+    run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), ",".join(POINTS), *args], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    for _ in POINTS:
+        assert run.returncode == -signal.SIGKILL, run.stdout[-2000:] + run.stderr[-2000:]
+        run = _run_cli([*args, "--resume"])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert sorted(line.split()[0] for line in log.read_text().splitlines()) == sorted(POINTS)
+    exp = tmp_path / "killed" / "digits"
+    frame = pd.read_csv(exp / "trials.csv")
+    assert frame["trial_id"].nunique() == 3
+    for trial_id, rows in frame.groupby("trial_id"):
+        assert list(rows["epoch"]) == list(range(1, len(rows) + 1)), (trial_id, rows)
+    assert set(final_results(frame)["status"]) <= {"completed", "early-stopped"}
+    info = json.loads((exp / "experiment.json").read_text())
+    assert info["status"] == "finished" and info["best_trial"] in set(frame["trial_id"])
+    assert list(exp.glob("trial_*/checkpoint_*")) == [] and not (exp / ".ssot-search.lock").exists()
+
+
+def _mount_tmpfs(folder, size: str) -> None:
+    """Mount a tmpfs of ``size`` at ``folder``, or skip the test where this machine cannot."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+
+@pytest.mark.slow
+def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_fixed(tmp_path):
+    store = tmp_path / "store"
+    _mount_tmpfs(store, "64m")
+    try:
+        args = ["--task", "digits", "--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set",
+                "iters_per_epoch=5", "--no-early-stop", "--max-concurrent", "1", "--num-cpus", "2", "--max-failures", "0",
+                "--storage-path", str(store), "--name", "ro", "--verbose", "1"]
+        proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        trials = store / "ro" / "digits" / "trials.csv"
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None and not (trials.exists() and ",completed," in trials.read_text()):
+            time.sleep(0.2)
+        subprocess.run(["mount", "-o", "remount,ro", str(store)], check=True)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 4, out[-2000:] + err[-3000:]
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"error: The storage of experiment {store / 'ro' / 'digits'} failed during the search "
+                               "(Read-only file system)") and "--resume" in last, last
+        assert "Traceback" not in err, err[-3000:]
+        subprocess.run(["mount", "-o", "remount,rw", str(store)], check=True)
+        resumed = _run_cli([*args, "--resume"])
+        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+        frame = pd.read_csv(trials)
+        assert frame["trial_id"].nunique() == 2 and set(final_results(frame)["status"]) == {"completed"}
+        for _, rows in frame.groupby("trial_id"):
+            assert list(rows["epoch"]) == [1, 2]
+    finally:
+        subprocess.run(["umount", "-l", str(store)], capture_output=True)
