@@ -163,7 +163,7 @@ class DropEndedCheckpoints(ray_tune.Callback):
     seconds, when the saved state changed, and once more when the search ends.
     """
 
-    PERIOD_S = 5.0
+    PERIOD_S = 30.0
 
     def __init__(self, keep_last: bool = False):
         self.keep_last = keep_last

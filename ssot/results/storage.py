@@ -74,8 +74,12 @@ def write_bytes(uri: str, data: bytes) -> None:
         path = Path(uri)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except BaseException:  # a full disk: no half-written file left behind
+            tmp.unlink(missing_ok=True)
+            raise
         return
     fs, path = _fs(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
@@ -167,7 +171,7 @@ def write_problem(folder: str) -> str | None:
     """Why a file cannot be written into ``folder`` now (local or a URI), or None when it can:
     a small probe file is written and removed (``os.access`` would pass for root on a read-only
     file system)."""
-    probe = join(folder, f".ssot-write-check-{uuid.uuid4().hex}")
+    probe = join(folder, f"ssot-write-check-{uuid.uuid4().hex}")
     try:
         write_bytes(probe, b"ok")
         remove(probe)
