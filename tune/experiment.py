@@ -33,7 +33,7 @@ from tune import state
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
-from tune.study import check_study, optuna_storage, public_url, study_name
+from tune.study import StoredOptunaSearch, check_study, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import PRETRAINED_DIR, load_state, pretrained_path, ssot_trainable, trial_dirname
 
@@ -190,8 +190,9 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
     stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
-    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
-                            sampler=sampler, points_to_evaluate=points, **stored)
+    searcher = (StoredOptunaSearch if stored else OptunaSearch)(
+        space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
+        sampler=sampler, points_to_evaluate=points, **stored)
     # The searcher proposes a trial only when a slot is free, so TPE learns from every result
     # reported before (ConcurrencyLimiter: some Ray releases also ignored
     # TuneConfig.max_concurrent_trials with custom searchers).
