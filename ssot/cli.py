@@ -31,15 +31,22 @@ Exit statuses (the same for every command)
        confirm, ablation, solvers), a trial errored (search: fix the cause, ``--resume``), a
        checked task cannot run (``ssot-data check``). A diverged *trial* is a result of a
        search, not a failure.
- 2     bad input, the user's to fix: an argument, a missing or unreadable file or folder, an
-       output that exists already or cannot be written, a storage location that cannot be used
-       (all refused before any work starts, in one line naming the problem and the fix).
+ 2     bad input, the user's to fix: an argument (an ``--name`` that is not one folder name,
+       ``--num-cpus 0``, more GPUs than the cluster has), a missing or unreadable file or folder,
+       an unknown task or a missing dataset (also for runs on Ray), an output that exists
+       already (the dashboard without ``--overwrite`` too) or cannot be written, a storage
+       location that cannot be used; a search whose experiment another driver runs (its lock),
+       a ``--resume`` whose flags differ from the experiment's, whose ``experiment.json`` or Ray
+       state is missing, truncated or corrupt, or whose trials do not match it; a checkpoint or
+       shared pretrained model that does not load as tensors (never unpickled). All refused
+       before any work starts, in one line naming the problem and the fix (docs/reliability.md).
  3     no usable result: the command ran but nothing counts (search: every trial errored or
        diverged).
  4     an external service failed while the command worked: a download or its verification
-       (``ssot-data fetch``), the object store (results written meanwhile are kept).
- 130   interrupted (Ctrl-C; or a search that did not end: ``--resume`` continues). Commands
-       that keep their runs continue when run again.
+       (``ssot-data fetch``), the object store, or the storage of a search failing mid-search
+       (read-only, full: results written meanwhile are kept, ``--resume`` once it is fixed).
+ 130   interrupted (Ctrl-C, also while a command's modules load; or a search that did not end:
+       ``--resume`` continues). Commands that keep their runs continue when run again.
 =====  ======================================================================================
 
 Every ``main`` is :func:`command`: it parses the arguments and runs the work through :func:`run`, which prints a user error
