@@ -239,17 +239,19 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
                           f"Use a label-free metric: {', '.join(LABEL_FREE)}.")
     root = experiment_root(options)
     path = storage.join(root, base.task)
+    existed = storage.exists(path)
     # one driver at a time (a new search or --resume): taken before any work, released at the end
     with ExperimentLock(path):
-        return _locked(options, base, root, path, address=address, num_cpus=num_cpus)
+        return _locked(options, base, root, path, existed=existed, address=address, num_cpus=num_cpus)
 
 
-def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, address: str | None,
+def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, existed: bool, address: str | None,
             num_cpus: int | None) -> SearchOutcome:
-    """:func:`run_search` once the experiment's lock is held: the checks of what exists, then Ray."""
+    """:func:`run_search` once the experiment's lock is held: the checks of what exists (the
+    folder before the lock was taken, or anything but the lock now), then Ray."""
     import ray
 
-    exists = storage.exists(storage.join(path, EXPERIMENT_FILE)) or bool(set(storage.entries(path)) - {LOCK_FILE})
+    exists = existed or storage.exists(storage.join(path, EXPERIMENT_FILE)) or bool(set(storage.entries(path)) - {LOCK_FILE})
     if exists and not options.resume:
         raise SSOTError(f"Experiment {path} already exists. Pass --resume to continue it, or choose another --name.")
     if options.resume and not exists:
