@@ -11,8 +11,9 @@ accuracy is then ``None`` and only the validators are reported.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,18 @@ from torch.utils.data import Dataset, Subset
 from ssot import validators as V
 from ssot.data.base import TaskData
 
-if TYPE_CHECKING:
-    from ssot.trainer import Trainer
+
+class Trainer(Protocol):
+    """What the evaluation pass uses of a run (:class:`ssot.trainer.Trainer`)."""
+
+    f: torch.nn.Module
+    eta: torch.nn.Module
+    task: TaskData
+
+    def eval_batches(self, ds: Dataset) -> Iterator[tuple[torch.Tensor, torch.Tensor]]: ...
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 
 MIX_LAMBDA = 0.55  # MixVal's fixed mixing ratio (Hu et al. 2023)
 
@@ -44,14 +55,13 @@ def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False) -> Pass:
     trainer.f.eval(); trainer.eta.eval()
     feats, probs, labels = [], [], []
     counts = [0.0, 0, 0.0, 0]
-    for x, y in trainer._loader(ds, train=False):
-        x = x.to(trainer.device, non_blocking=True)
-        f, logits = trainer._forward(x)
+    for x, y in trainer.eval_batches(ds):
+        f, logits = trainer.forward(x)
         p = torch.softmax(logits, dim=1)
-        feats.append(f); probs.append(p); labels.append(y.to(trainer.device))
+        feats.append(f); probs.append(p); labels.append(y)
         if mix and x.shape[0] > 1:
             flip = torch.arange(x.shape[0] - 1, -1, -1, device=x.device)
-            _, mixed = trainer._forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * x[flip])
+            _, mixed = trainer.forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * x[flip])
             pseudo = p.argmax(1)
             for i, v in enumerate(V.mixval_scores(torch.softmax(mixed, 1), pseudo, pseudo[flip])):
                 counts[i] += v

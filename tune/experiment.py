@@ -11,7 +11,7 @@ import errno
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
 from ssot.results.lock import LOCK_FILE, ExperimentLock
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from ssot.results.trials import ERRORED, RUNNING
+from tune import mps
 from tune import space as spaces
 from tune import state
 
@@ -34,6 +35,7 @@ from tune import state
 # by their module path and restores them on --resume.
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
 from tune.study import StoredOptunaSearch, check_study, optuna_storage, public_url, study_name
+from tune.trackers import tracker_callbacks
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import PRETRAINED_DIR, load_state, pretrained_path, ssot_trainable, trial_dirname
 
@@ -72,12 +74,15 @@ class SearchOptions:
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
     optuna_storage: str | None = None  # database URL of the Optuna study (tune.study.optuna_storage), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
+    trackers: list[str] = field(default_factory=list)  # experiment trackers to log to (tune.trackers.TRACKERS)
     #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its
     #: last checkpoint before it counts as errored (Ray's FailureConfig.max_failures).
     max_failures: int = DEFAULT_MAX_FAILURES
     #: Custom Ray resources each trial requests besides CPUs and GPUs, e.g. ``{"worker_node": 1}``
     #: to run trials only on nodes started with ``ray start --resources '{"worker_node": N}'``.
     trial_resources: dict[str, float] = field(default_factory=dict)
+    #: Use NVIDIA MPS when trials share a GPU (a fractional ``gpus_per_trial``; :mod:`tune.mps`).
+    mps: bool = True
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -263,6 +268,8 @@ def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, e
     info, restore = _resumed(options, path, wanted) if exists else (wanted, False)
     if isinstance(info, SearchOutcome):  # finished already
         return info
+    if options.trackers:  # a missing package or an unusable tracking URI is refused before Ray starts
+        options = replace(options, callbacks=[*options.callbacks, *tracker_callbacks(options.trackers, root.rsplit("/", 1)[-1], base.task, base.epochs)])
 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     # Ray saves its state (what --resume restores) every 10 s or more, longer when a save is slow;
@@ -274,6 +281,9 @@ def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, e
         for name in ("ray.train._internal.syncer", "ray.tune.execution.experiment_state"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
     started_ray = not ray.is_initialized()
+    # MPS for trials that share a GPU: found or started before Ray, whose workers inherit its environment
+    sharing = mps.start(options.gpus_per_trial, enabled=options.mps,
+                        joined=(f"the Ray cluster at {address}" if address else None) or (None if started_ray else "a Ray started before the search"))
     if started_ray:
         try:
             # without --address, always a new local instance: never join whatever cluster Ray last
@@ -281,6 +291,7 @@ def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, e
             ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
                      ignore_reinit_error=True, log_to_driver=options.verbose > 1)
         except ConnectionError as exc:
+            sharing.stop()
             raise SSOTError(
                 f"Cannot connect to the Ray cluster at --address {address} ({exc}). Check that it runs (`ray status`); "
                 "a cluster with token authentication needs RAY_AUTH_MODE=token and its token "
@@ -294,10 +305,11 @@ def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, e
         # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
         if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
             os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
-        return _run(options, base, root, path, gpus, slots, info, restore=restore)
+        return _run(options, base, root, path, gpus, slots, info, restore=restore, mps_record=sharing.record())
     finally:
         if started_ray:
             ray.shutdown()
+        sharing.stop()
 
 
 def check_pretrained(root: str, base: SSOTConfig) -> None:
@@ -406,7 +418,7 @@ def _resumed(options: SearchOptions, path: str, wanted: dict[str, Any]) -> tuple
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, info: dict[str, Any], *,
-         restore: bool) -> SearchOutcome:
+         restore: bool, mps_record: dict[str, Any] | None = None) -> SearchOutcome:
     epochs = base.epochs
     cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
     trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
@@ -431,6 +443,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             ),
         )
     info["status"] = RUNNING
+    info["mps"] = mps_record  # this run's (a resumed search records its last run's)
     info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
     try:
         storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")

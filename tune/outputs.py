@@ -19,6 +19,7 @@ from ssot.results import trials as trial_model
 from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, experiment_texts, hyperparameters, now, read_experiment
 from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
+from tune.mps import describe as describe_mps
 
 
 @dataclass
@@ -66,7 +67,7 @@ def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.Dat
             # last report of each epoch (the one the trial's final state descends from).
             history = history.drop_duplicates(subset="epoch", keep="last")
         records = history.to_dict("records") if len(history) else []
-        status, reason = _status(records, result.error, info["max_epochs"], finished)
+        status, reason = trial_status(records, result.error, info["max_epochs"], finished)
         common = {"task": info["task"], "trial_id": _trial_id(result), "search": info["search"],
                   **{h: params.get(h) for h in hyper}}
         for rec in records or [{"epoch": math.nan}]:
@@ -83,7 +84,9 @@ def _trial_id(result: Any) -> str:
     return Path(str(result.path)).name
 
 
-def _status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
+def trial_status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
+    """A trial's status in ``trials.csv`` and its reason, from its reported ``records`` (oldest
+    first), its error (``None``: none), the experiment's last epoch and whether the search ended."""
     if records and int(records[-1].get("diverged", 0) or 0):
         return DIVERGED, str(records[-1].get("reason", ""))
     if error is not None:
@@ -127,6 +130,7 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
     counts = table["status"].value_counts().to_dict()
     lines = [f"{info['task']}: {len(table)} trials (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"]
     lines += retry_lines(info)
+    lines += [line for line in [describe_mps(info.get("mps"))] if line]
     chosen = metric(info.get("metric", DEFAULT_METRIC))
     best = trial_model.ranked_trials(table, chosen.name).head(top)
     label = f", {chosen.label}" if chosen.label else ""
