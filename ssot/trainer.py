@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import math
 import random
 import time
@@ -374,13 +375,17 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     PRETRAIN_FIELDS = PRETRAINING_FIELDS  # the config's "pretraining" group
 
+    # Both states hold only tensors and plain types (the run record and the source-only evaluation
+    # as JSON text, the RNG state as a tensor), so they load with torch.load(weights_only=True):
+    # loading a state never runs code from the file (tune/trainable.py, docs/reliability.md).
     def pretrained_state(self) -> dict[str, Any]:
         """The source-only model and its evaluation, shareable by every run whose config agrees
         on :attr:`PRETRAIN_FIELDS` (a search pretrains once per seed, not once per trial)."""
         if self.record["source_only"] is None:
             raise RuntimeError("pretrained_state() before pretrain()")
         return {"f": self.f.state_dict(), "eta": self.eta.state_dict(), "p_t": self.p_t.cpu(),
-                "source_only": self.record["source_only"], "key": {k: getattr(self.config, k) for k in self.PRETRAIN_FIELDS}}
+                "source_only": json.dumps(self.record["source_only"]),
+                "key": {k: getattr(self.config, k) for k in self.PRETRAIN_FIELDS}}
 
     def load_pretrained(self, state: dict[str, Any]) -> None:
         """Start adaptation from a :meth:`pretrained_state` instead of pretraining."""
@@ -389,15 +394,16 @@ class Trainer:
             raise ValueError("pretrained state was made with a different pretraining config")
         self.f.load_state_dict(state["f"]); self.eta.load_state_dict(state["eta"])
         self._set_class_weights(state["p_t"].to(self.device))
-        self.record["source_only"] = state["source_only"]
-        self.record["source_only_target_acc"] = state["source_only"]["target_acc"]
+        source_only = state["source_only"]
+        self.record["source_only"] = json.loads(source_only) if isinstance(source_only, str) else source_only
+        self.record["source_only_target_acc"] = self.record["source_only"]["target_acc"]
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the run exactly at an epoch boundary."""
         return {
             "f": self.f.state_dict(), "eta": self.eta.state_dict(), "g": self.g.state_dict(),
             "opt_fe": self.opt_fe.state_dict(), "opt_g": self.opt_g.state_dict(),
-            "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": self.record,
+            "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": json.dumps(self.record),
             "torch_rng": torch.get_rng_state(), "solver": self.solver.state_dict(),
         }
 
@@ -406,7 +412,7 @@ class Trainer:
         self.opt_fe.load_state_dict(state["opt_fe"]); self.opt_g.load_state_dict(state["opt_g"])
         self._set_class_weights(state["p_t"].to(self.device))
         self.epoch = int(state["epoch"])
-        self.record = state["record"]
+        self.record = json.loads(state["record"]) if isinstance(state["record"], str) else state["record"]
         torch.set_rng_state(state["torch_rng"])
         self.solver.load_state_dict(state.get("solver", {}))
 

@@ -161,6 +161,7 @@ _STATES = {
 
 def search(args: argparse.Namespace) -> int:
     """The command's work: one search per task (every task of a dataset); the worst status."""
+    cli.check_resources_args(args)
     tasks, name = [args.task], args.name
     if searched_tasks(args.task) is not None:
         tasks, name = searched_tasks(args.task), args.name or f"ssot-{args.task}"

@@ -28,3 +28,17 @@ def test_the_pick_is_the_best_mean_with_ties_to_the_search_rank():
     low = [cand(1, "min"), cand(2, "min")]
     records = {("digits #1 trial t1", 0): rec(0.3, "entropy"), ("digits #2 trial t2", 0): rec(0.2, "entropy")}
     assert confirmation.confirmation_table(low, records, [0])["confirmed"].tolist() == [False, True]
+
+
+def test_the_candidates_of_a_truncated_trials_csv_come_with_the_readers_warning(tmp_path):
+    from tests.fixtures.experiments import with_meta, write_edge_tpe
+
+    folder = write_edge_tpe(tmp_path / "exp" / "A2D")  # the best trial, t3, is not the last one in the file
+    with_meta(folder, base_config=SSOTConfig.for_task("A2D").to_dict())
+    text = (folder / "trials.csv").read_text()
+    (folder / "trials.csv").write_text(text[: len(text) - 40])  # cut inside the last row (trial t6)
+    warnings: list[str] = []
+    candidates = confirmation.gather_candidates(tmp_path, top=1, warn=warnings.append)
+    assert [c.trial_id for c in candidates] == ["t3"]
+    assert warnings == [f"{folder / 'trials.csv'}: 1 malformed row(s) dropped (trial t6): the file is truncated, corrupt or "
+                        "still being written - the other rows are used"]
