@@ -33,11 +33,15 @@ from ssot import evaluation, ot
 from ssot.config import PRETRAINING_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.data.base import usable_workers
+from ssot.data.features import seed_views
 from ssot.errors import ConfigError, DivergedError
 from ssot.models import build_models
 from ssot.solvers import SampleIds, build_solver
 
 EpochCallback = Callable[[dict[str, Any]], None]
+#: The generator of a feature cache's augmented views (:func:`ssot.data.features.seed_views`) is
+#: seeded with a loader's shuffling seed plus this offset.
+VIEW_SEED_OFFSET = 7_777_777
 
 
 @dataclass
@@ -158,6 +162,7 @@ class Trainer:
             kwargs["persistent_workers"] = False
         if train:
             gen = torch.Generator().manual_seed(seed)
+            seed_views(ds, seed + VIEW_SEED_OFFSET)  # a cache's augmented views: drawn from their own generator
             return DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, drop_last=len(ds) >= cfg.batch_size, generator=gen, **kwargs)
         return DataLoader(ds, batch_size=cfg.eval_batch_size, shuffle=False, **kwargs)
 

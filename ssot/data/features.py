@@ -11,7 +11,9 @@ A feature cache is a ``.pt`` file written with ``torch.save`` holding a dict::
 
 ``source``/``target`` hold the features of the *evaluation* transform. ``*_views`` hold ``V``
 augmented views (training transform) of every image, ``V = 0`` allowed. Training draws, for each
-sample and each access, one of its ``V`` views at random (the eval features when ``V = 0``);
+sample and each access, one of its ``V`` views at random (the eval features when ``V = 0``) from a
+generator of the training set's own (:func:`seed_views`: the trainer seeds it from the run's seed
+and the epoch, so the draws do not depend on what else used torch's global RNG);
 evaluation uses the eval features. Format-1 caches (no ``format`` key) still load, with ``V = 0``.
 
 Training on a cache skips the backbone entirely (only bottleneck, classifier and potential train),
@@ -84,18 +86,37 @@ def check_cache(blob: dict[str, Any], path: str | Path, task: str, backbone: str
 
 class FeatureViews(Dataset):
     """Training view of a cache: item ``i`` is one of sample ``i``'s ``V`` augmented feature
-    vectors, drawn with torch's global RNG (so a seeded run is reproducible), and its label."""
+    vectors, and its label.
+
+    The view is drawn from :attr:`generator` (set by :func:`seed_views`; torch's global RNG until
+    then). A generator of its own makes the draws of a run depend only on its seed and epoch, not
+    on how many numbers its model initialisation took from the global RNG (which depends on the
+    potential's width), so that runs of different configs, and the members of a population
+    (:mod:`ssot.population`), see the same batches.
+    """
 
     def __init__(self, views: torch.Tensor, labels: torch.Tensor):
         self.views, self.labels = views, labels
         self.tensors = (views[0], labels)  # lets trainer.dataset_labels read the labels directly
+        self.generator: torch.Generator | None = None
 
     def __len__(self) -> int:
         return self.labels.shape[0]
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        v = int(torch.randint(self.views.shape[0], ()))
+        v = int(torch.randint(self.views.shape[0], (), generator=self.generator))
         return self.views[v, index], self.labels[index]
+
+
+def seed_views(ds: Dataset, seed: int) -> None:
+    """Give the :class:`FeatureViews` under ``ds`` (itself, or wrapped by datasets that expose
+    ``.dataset``, such as ``Subset``) a generator of its own seeded with ``seed``; other datasets
+    are left alone."""
+    while ds is not None:
+        if isinstance(ds, FeatureViews):
+            ds.generator = torch.Generator().manual_seed(seed)
+            return
+        ds = getattr(ds, "dataset", None)
 
 
 def _train_set(blob: dict[str, Any], side: str) -> Dataset:
