@@ -111,7 +111,7 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
     """
     from ssot.data import build_task
     from ssot.data.features import save_feature_cache
-    from ssot.trainer import _seed_everything, dataset_labels, resolve_device
+    from ssot.trainer import seed_everything, dataset_labels, resolve_device
 
     out = Path(out)
     if out.exists():
@@ -123,11 +123,11 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
     if encoder not in ENCODERS:
         raise ConfigError(f"The 'encoder' parameter must be one of {', '.join(ENCODERS)}. Got {encoder!r} instead.")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _seed_everything(config.seed)
+    seed_everything(config.seed)
     device = resolve_device(config.device)
     task = build_task(config)
     backbone, stage = _encoder(config, encoder, task, progress)
-    _seed_everything(config.seed)  # the augmented views' draws do not depend on the encoder stage
+    seed_everything(config.seed)  # the augmented views' draws do not depend on the encoder stage
     backbone = backbone.to(device).eval()
     meta = {"backbone": config.backbone, "encoder": encoder, **stage, "weights_sha256": weights_checksum(backbone),
             "transform": {"image_size": config.image_size, "resize_size": config.resize_size, "views": views,

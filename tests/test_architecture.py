@@ -16,9 +16,8 @@ PACKAGES = ("ssot", "tune", "analysis")
 #: private helpers (the image branch moves them out and removes this entry).
 KNOWN_TYPING_CYCLES = {frozenset({"ssot.evaluation", "ssot.trainer"})}
 
-#: Private names imported from another module in files other branches own: ``ssot/features.py``
-#: (the population branch) seeds with the trainer's helper (the image branch's ``ssot/trainer.py``).
-KNOWN_PRIVATE = {"ssot.features: from ssot.trainer import _seed_everything"}
+#: Private names imported from another module in files other branches own (none left).
+KNOWN_PRIVATE: set[str] = set()
 
 #: Component -> the components it must never import (directly or lazily).
 FORBIDDEN = {
