@@ -8,6 +8,7 @@ and the best-trial rule are owned by :mod:`ssot.results`; the tidy outputs are b
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,8 @@ from ssot.errors import ConfigError, SSOTError
 from ssot.results import metrics, storage
 from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
-from ssot.results.trials import ERRORED, RUNNING
+from ssot.results.trials import ERRORED, RUNNING, asha_rungs
+from ssot.data.features import cache_provenance
 from tune import space as spaces
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
@@ -31,6 +33,8 @@ from tune import space as spaces
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
 from tune.study import check_study, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
+from tune.population import METRIC_KEY, REDUCTION_KEY, RUNGS_KEY, PopulationSearcher, population_trainable
+from tune.replay import REFERENCE_KEY, Reference, read_reference
 from tune.trainable import ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
@@ -74,6 +78,12 @@ class SearchOptions:
     #: Custom Ray resources each trial requests besides CPUs and GPUs, e.g. ``{"worker_node": 1}``
     #: to run trials only on nodes started with ``ray start --resources '{"worker_node": N}'``.
     trial_resources: dict[str, float] = field(default_factory=dict)
+    #: Train configs by populations of this many members, each population one Ray trial
+    #: (:mod:`tune.population`; feature caches only). None: one Ray trial per config.
+    population: int | None = None
+    #: Replay the configs of this experiment (its task folder, local or a URI; :mod:`tune.replay`):
+    #: ``num_samples`` and the space become the experiment's.
+    configs_from: str | None = None
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -94,6 +104,12 @@ class SearchOptions:
             if name.lower() in ("cpu", "gpu") or not isinstance(amount, (int, float)) or not amount > 0:
                 raise ConfigError(f"The 'trial_resources' parameter must map custom resource names (not CPU/GPU: use "
                                   f"--cpus-per-trial and --gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
+        if self.population is not None and not (isinstance(self.population, int) and self.population >= 1):
+            raise ConfigError(f"The 'population' parameter must be an int >= 1. Got {self.population!r} instead.")
+        if self.population is not None and self.search == "grid":
+            raise ConfigError("--population proposes members from an Optuna study: use --search tpe or random, not grid.")
+        if self.configs_from is not None and self.search == "grid":
+            raise ConfigError("--configs-from replays an experiment's configs: use --search tpe or random, not grid.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
         if self.metric not in metrics.selectable_metrics():
@@ -165,7 +181,8 @@ def runnable_slots(options: SearchOptions, gpus_per_trial: float) -> int:
     return max(1, slots)
 
 
-def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None) -> Any:
+def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None,
+              reference: Reference | None = None) -> Any:
     import optuna
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
@@ -178,7 +195,13 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
+    if reference is not None:
+        points = list(reference.configs)
     stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
+    if options.population:
+        members = PopulationSearcher(spaces.optuna_space(options.space), options.metric, metrics.metric(options.metric).direction or "max",
+                                     sampler, options.population, options.num_samples, enqueued=points, **stored)
+        return ConcurrencyLimiter(members, max_concurrent=slots)
     searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
                             sampler=sampler, points_to_evaluate=points, **stored)
     # The searcher proposes a trial only when a slot is free, so TPE learns from every result
@@ -190,8 +213,8 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
 def _scheduler(options: SearchOptions, epochs: int) -> Any:
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
-    if not options.early_stop or epochs <= options.grace_period:
-        return FIFOScheduler()
+    if options.population or not options.early_stop or epochs <= options.grace_period:
+        return FIFOScheduler()  # a population stops its members at ASHA's rungs itself
     # metric and mode come from TuneConfig (Ray refuses them twice for a scheduler)
     return ASHAScheduler(time_attr="training_iteration", max_t=epochs,
                          grace_period=options.grace_period, reduction_factor=options.reduction_factor)
@@ -206,6 +229,9 @@ def _param_space(options: SearchOptions, base: SSOTConfig, gpus: float, cache_di
     constants["num_workers"] = min(base.num_workers, int(options.cpus_per_trial))
     if options.search == "grid":
         constants.update(spaces.ray_grid_space(options.space))
+    if options.population:
+        constants[RUNGS_KEY] = list(asha_rungs(options.grace_period, options.reduction_factor, base.epochs)) if options.early_stop else []
+        constants[REDUCTION_KEY], constants[METRIC_KEY] = options.reduction_factor, options.metric
     return constants
 
 
@@ -223,6 +249,12 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     if address:
         check_reachable(address)
     base = base_config(options)
+    if options.population is not None and base.backbone != "features":
+        raise ConfigError(f"--population trains configs on a feature cache; pass --features CACHE.pt (build one with "
+                          f"`python -m ssot.features --task {base.task} --out CACHE.pt`).")
+    reference = read_reference(options.configs_from, base.task) if options.configs_from else None
+    if reference is not None:
+        options.num_samples, options.space = len(reference.configs), dict(reference.space)
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
         raise ConfigError(f"--metric target_acc needs target labels, but the target of task {base.task!r} is unlabeled. "
@@ -261,7 +293,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
         if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
             os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
-        return _run(options, base, root, path, gpus, slots, resume=exists)
+        return _run(options, base, root, path, gpus, slots, resume=exists, reference=reference)
     finally:
         if started_ray:
             ray.shutdown()
@@ -284,7 +316,7 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
-         resume: bool) -> SearchOutcome:
+         resume: bool, reference: Reference | None = None) -> SearchOutcome:
     epochs = base.epochs
     info = storage.read_json(storage.join(path, EXPERIMENT_FILE)) if resume else None
     if info is not None and info.get("status") == FINISHED:
@@ -301,8 +333,11 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
                                reduction_factor=options.reduction_factor, base_config=base.to_dict(),
                                validator_directions=DIRECTIONS,
                                optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
-                               optuna_study=study_name(root.rsplit("/", 1)[-1], base.task) if options.optuna_storage else None)
-    trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
+                               optuna_study=study_name(root.rsplit("/", 1)[-1], base.task) if options.optuna_storage else None,
+                               population=options.population, features=cache_provenance(base.features_path) if base.features_path else None,
+                               **{REFERENCE_KEY: reference.meta() if reference else None})
+    function = population_trainable if options.population else ssot_trainable
+    trainable = ray_tune.with_resources(function, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
     if resume and ray_tune.Tuner.can_restore(path):
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
     else:
@@ -310,8 +345,11 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=metrics.metric(options.metric).direction, search_alg=_searcher(options, base, slots, info.get("optuna_study")), scheduler=_scheduler(options, epochs),
-                num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
+                metric=options.metric, mode=metrics.metric(options.metric).direction,
+                search_alg=_searcher(options, base, slots, info.get("optuna_study"), reference),
+                scheduler=_scheduler(options, epochs),
+                num_samples=math.ceil(options.num_samples / options.population) if options.population else options.num_samples,
+                max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
             run_config=ray_tune.RunConfig(

@@ -113,6 +113,15 @@ def encoder_stage(blob: dict[str, Any]) -> str:
     return UNKNOWN_ENCODER
 
 
+def cache_provenance(path: str | Path) -> dict[str, Any]:
+    """What a search records about the cache it screens on: its path, encoder stage
+    (:func:`encoder_stage`), backbone, seed (of the pretraining, for ``pretrained``) and the
+    checksum of the encoder's weights."""
+    blob = read_feature_cache(path)
+    return {"path": str(path), "encoder": encoder_stage(blob), "backbone": blob.get("backbone"), "seed": blob.get("seed"),
+            "weights_sha256": blob.get("weights_sha256")}
+
+
 def check_screenable(blob: dict[str, Any], path: str | Path) -> None:
     """Refuse, in one line naming the fix, a cache encoded by an untrained backbone."""
     if encoder_stage(blob) == "untrained":
