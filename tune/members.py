@@ -72,9 +72,9 @@ def expand(results: Iterable[Any], max_epochs: int) -> list[Any]:
     ``metrics_dataframe``, ``error`` and ``path``) with every population trial replaced by one
     result per member, in member order.
 
-    A population's reports are first deduplicated by epoch (a population restored from its
-    checkpoint reports again the epochs after it: the last report of each epoch is kept), so each
-    member's epochs appear once. A member inherits the population's error only if it had not
+    A member's entries are deduplicated by epoch (a population restored from its checkpoint
+    reports again the epochs after it: the last report of each epoch is kept), so each member's
+    epochs appear once. A member inherits the population's error only if it had not
     ended (completed, early-stopped or diverged) before it.
     """
     out: list[Any] = []
@@ -84,16 +84,14 @@ def expand(results: Iterable[Any], max_epochs: int) -> list[Any]:
             out.append(result)
             continue
         history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
-        if len(history) and "epoch" in history:
-            history = history.drop_duplicates(subset="epoch", keep="last").sort_values("epoch", kind="stable")
         rows = history[MEMBERS_COLUMN].tolist() if MEMBERS_COLUMN in history else []
-        entries: dict[str, list[dict[str, Any]]] = {}
+        entries: dict[str, dict[int, dict[str, Any]]] = {}  # member -> epoch -> its last entry
         for text in rows:
             for entry in decode(text):
-                entries.setdefault(str(entry["trial_id"]), []).append(entry)
+                entries.setdefault(str(entry["trial_id"]), {})[int(entry.get("epoch") or 0)] = entry
         constants = {k: v for k, v in params.items() if k != MEMBERS_KEY}
         for member in params[MEMBERS_KEY]:
-            mine = entries.get(str(member["trial_id"]), [])
+            mine = [e for _, e in sorted(entries.get(str(member["trial_id"]), {}).items())]
             error = None if _ended(mine, max_epochs) else result.error
             out.append(SimpleNamespace(config={**constants, **member["params"]}, metrics={"trial_id": member["trial_id"]},
                                        path=f"{result.path}/{member['trial_id']}", error=error,

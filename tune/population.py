@@ -158,7 +158,11 @@ class PopulationSearcher(Searcher):
             self._tell(member, self.worst, optuna.trial.TrialState.COMPLETE)
             return
         if finite and epoch not in self.reported.setdefault(member, set()):
-            trial.report(float(value), epoch)
+            try:
+                trial.report(float(value), epoch)
+            except optuna.exceptions.UpdateFinishedTrialError:  # told before a crash, after this state was saved
+                self.told.add(member)
+                return
             self.reported[member].add(epoch)
         if entry.get(member_results.EARLY_STOPPED_FLAG):
             self._tell(member, None, optuna.trial.TrialState.PRUNED)
@@ -166,9 +170,11 @@ class PopulationSearcher(Searcher):
             self._tell(member, float(value) if finite else self.worst, optuna.trial.TrialState.COMPLETE)
 
     def _tell(self, member: str, value: float | None, state: Any) -> None:
+        import optuna
+
         try:
             self.study.tell(self.trials[member], value, state=state)
-        except (ValueError, RuntimeError):  # already finished in a restored study
+        except (ValueError, RuntimeError, optuna.exceptions.UpdateFinishedTrialError):  # told before a crash (restored state)
             pass
         self.told.add(member)
 
@@ -178,8 +184,12 @@ class PopulationSearcher(Searcher):
         if result:
             self.on_trial_result(trial_id, result)
         for member in self.members.get(trial_id, []):
-            if member not in self.told:  # errored with its population (or its end was never seen)
-                self._tell(member, None, optuna.trial.TrialState.FAIL)
+            if member in self.told:
+                continue
+            # errored with its population: FAIL; an end not seen (the searcher's state was restored
+            # from before it, after a crash): PRUNED at the last value reported, if any
+            pruned = not error and self.reported.get(member)
+            self._tell(member, None, optuna.trial.TrialState.PRUNED if pruned else optuna.trial.TrialState.FAIL)
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
