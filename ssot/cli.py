@@ -20,6 +20,7 @@ entry point         module / file                          what it does
 ``ssot-solvers``    ``python tune/solvers.py``             the OT solvers compared
 ``ssot-dashboard``  ``python analysis/sensitivity.py``     the sensitivity dashboard
 ``ssot-selection``  ``python analysis/selection.py``       regret of label-free selection
+``ssot-proxy``      ``python analysis/proxy.py``           how screens rank configs against end-to-end runs
 ``ssot-paper-figures`` ``python analysis/paper_figures.py`` the paper's figures from run records
 ==================  =====================================  ==========================================
 

@@ -22,7 +22,7 @@ from ssot.data import build_task
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, SSOTError
 from ssot.results import metrics, storage
-from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
+from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, REFERENCE_KEY, new_meta
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from ssot.results.trials import ERRORED, RUNNING, asha_rungs
 from ssot.data.features import cache_provenance
@@ -34,7 +34,7 @@ from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F40
 from tune.study import check_study, optuna_storage, public_url, study_name
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.population import METRIC_KEY, REDUCTION_KEY, RUNGS_KEY, PopulationSearcher, population_trainable
-from tune.replay import REFERENCE_KEY, Reference, read_reference
+from tune.replay import Reference, read_reference
 from tune.trainable import ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")

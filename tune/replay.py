@@ -5,7 +5,8 @@ an end-to-end experiment (``analysis/proxy.py`` compares the two). :func:`read_r
 the finished experiment at a path (local or a URI) and returns its configs, one per trial in
 trial-id order (the order they were proposed), as the values of its sampled fields; the search
 then proposes exactly those (a population's study enqueues them, a plain search evaluates them
-as its first points) and records the reference in ``experiment.json`` (:data:`REFERENCE_KEY`).
+as its first points) and records the reference in ``experiment.json``
+(:data:`ssot.results.experiment.REFERENCE_KEY`).
 """
 from __future__ import annotations
 
@@ -16,9 +17,6 @@ from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results import storage
 from ssot.results.experiment import read_experiment
-
-#: The key of a screen's ``experiment.json`` naming the experiment whose configs it replayed.
-REFERENCE_KEY = "configs_from"
 
 
 @dataclass
@@ -34,7 +32,8 @@ class Reference:
     configs: list[dict[str, Any]]
 
     def meta(self) -> dict[str, Any]:
-        """What the replaying search records under :data:`REFERENCE_KEY`."""
+        """What the replaying search records under
+        :data:`ssot.results.experiment.REFERENCE_KEY`."""
         return {"path": self.path, "name": self.name, "task": self.task, "search": self.search, "seed": self.seed,
                 "n_configs": len(self.configs)}
 
