@@ -24,7 +24,7 @@ from analysis.data.proxy import DEFAULT_KS, proxy_info, reference_path, summary_
 from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
 from ssot.results import storage  # noqa: E402
-from ssot.results.markdown import markdown_table  # noqa: E402
+from ssot.results.markdown import markdown_table, write_new_tables  # noqa: E402
 
 CSV_NAME, MARKDOWN_NAME = "proxy.csv", "proxy.md"
 
@@ -86,12 +86,8 @@ def proxy(args: argparse.Namespace) -> int:
     text = to_markdown(table)
     print(text, end="")
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / CSV_NAME, "x", newline="") as fh:
-            table.to_csv(fh, index=False)
-        with open(args.out / MARKDOWN_NAME, "x") as fh:
-            fh.write(text)
-        print(f"wrote {args.out / CSV_NAME} and {args.out / MARKDOWN_NAME} ({len(infos)} screens)")
+        written = write_new_tables(args.out, table, CSV_NAME, text, MARKDOWN_NAME)
+        print(f"wrote {written[0]} and {written[1]} ({len(infos)} screens)")
     return cli.EXIT_OK
 
 
