@@ -149,3 +149,15 @@ def test_configs_that_cannot_share_a_stack_are_refused_in_one_line(digits_cache)
         check_members([cfgs[0], cfgs[1].replace(eps=0.0)])
     with pytest.raises(ConfigError, match="ot_solver 'net'"):
         check_members([cfgs[0].replace(ot_solver="vector")])
+
+
+def test_the_other_shared_options_are_reproduced_too(digits_cache, task):
+    """p_t refreshed within the epoch, two g steps, no gradient through the mask, Adam's weight
+    decay, no bottleneck at all: still each member's independent run."""
+    cfgs = configs(digits_cache, members=MEMBERS[1:3], epochs=1, pt_refresh=2, g_steps=2, mask_grad=False,
+                   weight_decay=1e-3)
+    for cfg, record in zip(cfgs, Population(cfgs, task).fit()):
+        assert_same_epochs(record["epochs"], independent(cfg, task)["epochs"])
+    flat = configs(digits_cache, members=MEMBERS[:2], epochs=1, bottleneck_dims=(), use_class_weights=False, use_mask=False)
+    for cfg, record in zip(flat, Population(flat, task).fit()):
+        assert_same_epochs(record["epochs"], independent(cfg, task)["epochs"])
