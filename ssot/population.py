@@ -13,11 +13,11 @@ evaluation passes, checkpoints). A :class:`Population` trains P such configs as 
   run of its config initialises (seed, then :func:`ssot.models.build_models`). So each member
   reproduces the independent run of its config (``tests/ssot/test_population.py``).
 - **stacked weights.** Parameters are tensors ``[P, ...]``; a linear layer is one batched matmul
-  (the first one, on the shared cache vectors, a single GEMM of all members). Potentials of
-  different widths share one stack of the widest width: the hidden units beyond member ``p``'s
-  width are multiplied by 0, so they have zero output and zero gradient, and member ``p``
-  computes exactly a width-``w_p`` network. The members' losses are summed for one backward
-  (their parameters are disjoint). The OT terms are :mod:`ssot.ot`'s functions on stacks, with
+  (the first one, on the shared cache vectors, a single GEMM of all members). The potentials
+  are grouped by width, one stack per width (padding every potential to the widest one and
+  masking the extra units would compute the same, but pay the widest width's arithmetic and
+  Adam updates for every member). The members' losses are summed for one backward (their
+  parameters are disjoint). The OT terms are :mod:`ssot.ot`'s functions on stacks, with
   one ``eps`` per member.
 - **per-member Adam.** :class:`StackedAdam` is ``torch.optim.Adam``'s arithmetic (elementwise),
   with one learning rate per member: member ``p`` gets exactly the update of its own optimiser.
@@ -108,12 +108,14 @@ class Member:
 
 class StackedAdam:
     """``torch.optim.Adam`` (no amsgrad; L2 ``weight_decay`` as Adam's) on stacked parameters
-    ``[P, ...]`` with one learning rate per member ``lr[p]``: elementwise, so member ``p``'s
-    slice gets exactly the update an Adam of its own would give it."""
+    ``[n, ...]``, each row a member's, with one learning rate per row (``lrs[i]``, shape ``[n_i]``,
+    for parameter ``i``): elementwise, so each member's rows get exactly the update an Adam of its
+    own would give them."""
 
-    def __init__(self, params: list[Tensor], lr: Tensor, *, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
-        self.params, self.lr, self.betas, self.eps, self.weight_decay = params, lr.double().cpu(), betas, eps, weight_decay
+    def __init__(self, params: list[Tensor], lrs: list[Tensor], *, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0):
+        self.params, self.betas, self.eps, self.weight_decay = list(params), betas, eps, weight_decay
+        self.lrs = [lr.double().cpu() for lr in lrs]
         self.exp_avg = [torch.zeros_like(p) for p in params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in params]
         self.steps = 0
@@ -128,7 +130,7 @@ class StackedAdam:
         self.steps += 1
         bias_correction1 = 1 - beta1**self.steps
         bias_correction2_sqrt = (1 - beta2**self.steps) ** 0.5
-        for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq):
+        for p, lr, m, v in zip(self.params, self.lrs, self.exp_avg, self.exp_avg_sq):
             grad = p.grad
             if grad is None:
                 continue
@@ -137,22 +139,25 @@ class StackedAdam:
             m.lerp_(grad, 1 - beta1)
             v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = (v.sqrt() / bias_correction2_sqrt).add_(self.eps)
-            neg_step = (-(self.lr / bias_correction1)).to(p.dtype).to(p.device).view(-1, *[1] * (p.dim() - 1))
+            neg_step = (-(lr / bias_correction1)).to(dtype=p.dtype, device=p.device).view(-1, *[1] * (p.dim() - 1))
             p.add_(neg_step * m / denom)
 
-    def keep(self, index: Tensor) -> None:
-        """Keep the members at ``index`` (the stack's parameters were indexed the same way)."""
-        self.exp_avg = [t[index] for t in self.exp_avg]
-        self.exp_avg_sq = [t[index] for t in self.exp_avg_sq]
-        self.lr = self.lr[index.cpu()]
+    def select(self, params: list[Tensor], rows: list[Tensor | None]) -> None:
+        """Keep, of each parameter ``i``, the members at ``rows[i]`` (None: drop the parameter);
+        ``params`` are the parameters that remain, indexed the same way."""
+        kept = [(i, r) for i, r in enumerate(rows) if r is not None]
+        self.exp_avg = [self.exp_avg[i][r] for i, r in kept]
+        self.exp_avg_sq = [self.exp_avg_sq[i][r] for i, r in kept]
+        self.lrs = [self.lrs[i][r.cpu()] for i, r in kept]
+        self.params = list(params)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq, "steps": self.steps, "lr": self.lr}
+        return {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq, "steps": self.steps, "lrs": self.lrs}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.exp_avg = [t.to(p.device) for t, p in zip(state["exp_avg"], self.params)]
         self.exp_avg_sq = [t.to(p.device) for t, p in zip(state["exp_avg_sq"], self.params)]
-        self.steps, self.lr = int(state["steps"]), state["lr"].double().cpu()
+        self.steps, self.lrs = int(state["steps"]), [lr.double().cpu() for lr in state["lrs"]]
 
 
 def _linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
@@ -230,30 +235,27 @@ class Population:
         self.fe = [t.detach().clone()[None].repeat(P, *[1] * t.dim()).contiguous()
                    for layer in self._layers() for t in (layer.weight, layer.bias)]
         widths = [m.config.potential_width for m in self.members]
-        wmax, d, K = max(widths), self.host.f.out_dim, self.task.num_classes
-        input_dim = self.task.input_shape[0]
-        self.g = [torch.zeros(P, wmax, d, device=dev), torch.zeros(P, wmax, device=dev),
-                  torch.zeros(P, 1, wmax, device=dev), torch.zeros(P, 1, device=dev)]
-        self.gmask = torch.zeros(P, wmax, device=dev)
-        initial: dict[int, nn.Module] = {}
-        for p, member in enumerate(self.members):
-            w = member.config.potential_width
-            if w not in initial:  # the potential an independent run of this config starts from
-                seed_everything(member.config.seed)
-                initial[w] = build_models(member.config, K, input_dim)[2]
-            first, second = initial[w].net[0], initial[w].net[2]
-            self.g[0][p, :w], self.g[1][p, :w] = first.weight.detach(), first.bias.detach()
-            self.g[2][p, :, :w], self.g[3][p] = second.weight.detach(), second.bias.detach()
-            self.gmask[p, :w] = 1.0
-        for t in (*self.fe, *self.g):
+        K, input_dim = self.task.num_classes, self.task.input_shape[0]
+        self.widths = torch.tensor(widths, dtype=torch.long, device=dev)
+        self.g: dict[int, list[Tensor]] = {}
+        for w in sorted(set(widths)):
+            # the potential an independent run of this width starts from (the same for every member of it)
+            config = next(m.config for m in self.members if m.config.potential_width == w)
+            seed_everything(config.seed)
+            net = build_models(config, K, input_dim)[2].net
+            n = widths.count(w)
+            self.g[w] = [t.detach().to(dev)[None].repeat(n, *[1] * t.dim()).contiguous().requires_grad_(True)
+                         for t in (net[0].weight, net[0].bias, net[2].weight, net[2].bias)]
+        self._group_positions()
+        for t in self.fe:
             t.requires_grad_(True)
         cfgs = [m.config for m in self.members]
         self.lambda_ot = torch.tensor([c.lambda_ot for c in cfgs], device=dev)
         self.lambda_ent = torch.tensor([c.lambda_ent for c in cfgs], device=dev)
         self.eps = torch.tensor([c.eps for c in cfgs], device=dev)
-        self.opt_fe = StackedAdam(self.fe, torch.tensor([c.lr for c in cfgs], dtype=torch.float64),
-                                  weight_decay=self.config.weight_decay)
-        self.opt_g = StackedAdam(self.g, torch.tensor([c.lr_g for c in cfgs], dtype=torch.float64))
+        lr, lr_g = torch.tensor([c.lr for c in cfgs], dtype=torch.float64), torch.tensor([c.lr_g for c in cfgs], dtype=torch.float64)
+        self.opt_fe = StackedAdam(self.fe, [lr] * len(self.fe), weight_decay=self.config.weight_decay)
+        self.opt_g = StackedAdam(self._g_params(), [lr_g[self.positions[w].cpu()] for w in self.g for _ in self.g[w]])
         self.p_t = self.host.p_t[None].repeat(P, 1)
         self.m = self.host.m[None].repeat(P, 1)
 
@@ -268,10 +270,24 @@ class Population:
             h = h.expand(logits.shape[0], *h.shape)
         return h, logits
 
-    def _potential(self, ft: Tensor, g: list[Tensor]) -> Tensor:
-        """Every member's ``g(f^t)``, ``[P, b_t]``; the units beyond a member's width are masked."""
-        hidden = torch.relu(_linear(ft, g[0], g[1])) * self.gmask[:, None, :]
-        return _linear(hidden, g[2], g[3]).squeeze(-1)
+    def _group_positions(self) -> None:
+        """Each width group's stack positions, and the order that puts the groups' outputs back."""
+        self.positions = {w: (self.widths == w).nonzero().flatten() for w in self.g}
+        order = torch.cat([self.positions[w] for w in self.g]) if self.g else torch.zeros(0, dtype=torch.long)
+        self.unsort = torch.argsort(order)
+
+    def _g_params(self) -> list[Tensor]:
+        return [t for w in self.g for t in self.g[w]]
+
+    def _potential(self, ft: Tensor, frozen: bool = False) -> Tensor:
+        """Every member's ``g(f^t)``, ``[P, b_t]``: the members of one width in one stack (a
+        width group), ``frozen``: without gradients to ``g`` (the feature step)."""
+        out = []
+        for w, params in self.g.items():
+            g = [t.detach() for t in params] if frozen else params
+            hidden = torch.relu(_linear(ft[self.positions[w]], g[0], g[1]))
+            out.append(_linear(hidden, g[2], g[3]).squeeze(-1))
+        return torch.cat(out)[self.unsort]
 
     def _masked(self, cost: Tensor, ps: Tensor, pt: Tensor) -> Tensor:
         cfg = self.config
@@ -290,7 +306,7 @@ class Population:
         masked = self._masked(cost.detach(), ps.detach(), pt.detach())
         first = torch.full((P,), math.nan, device=self.device)
         for k in range(cfg.g_steps):
-            h = ot.semi_dual(masked, self._potential(ft.detach(), self.g), w, self.eps)
+            h = ot.semi_dual(masked, self._potential(ft.detach()), w, self.eps)
             if k == 0:
                 first = h.detach()
             self.opt_g.zero_grad()
@@ -298,7 +314,7 @@ class Population:
             self.opt_g.step()
         # (b) f and eta descend L with g fixed
         ps_m, pt_m = (ps, pt) if cfg.mask_grad else (ps.detach(), pt.detach())
-        loss_ot = ot.semi_dual(self._masked(cost, ps_m, pt_m), self._potential(ft, [t.detach() for t in self.g]), w, self.eps)
+        loss_ot = ot.semi_dual(self._masked(cost, ps_m, pt_m), self._potential(ft, frozen=True), w, self.eps)
         ce = F.cross_entropy(logits[:, :bs].reshape(P * bs, -1), ys.repeat(P), reduction="none").view(P, bs)
         loss_ce = (self.m[:, ys] * ce).mean(-1)
         loss_ent = ot.entropy(pt)
@@ -339,16 +355,23 @@ class Population:
         """Keep the members at stack ``positions`` (parameters, optimiser states, per-member values)."""
         if positions == list(range(len(self.alive))):
             return
+        assert positions == sorted(positions), "stack positions are kept in order"
         index = torch.tensor(positions, dtype=torch.long, device=self.device)
         with torch.no_grad():
-            for stack in (self.fe, self.g):
-                for i, t in enumerate(stack):
-                    stack[i] = t[index].detach().requires_grad_(True)
-        self.opt_fe.params, self.opt_g.params = self.fe, self.g
-        self.opt_fe.keep(index)
-        self.opt_g.keep(index)
-        for name in ("gmask", "lambda_ot", "lambda_ent", "eps", "p_t", "m"):
+            self.fe = [t[index].detach().requires_grad_(True) for t in self.fe]
+            rows: list[Tensor | None] = []
+            groups: dict[int, list[Tensor]] = {}
+            for w, params in self.g.items():
+                kept = torch.isin(self.positions[w], index).nonzero().flatten()
+                rows += [kept if len(kept) else None] * len(params)
+                if len(kept):
+                    groups[w] = [t[kept].detach().requires_grad_(True) for t in params]
+        self.opt_fe.select(self.fe, [index] * len(self.fe))
+        self.g = groups
+        self.opt_g.select(self._g_params(), rows)
+        for name in ("widths", "lambda_ot", "lambda_ent", "eps", "p_t", "m"):
             setattr(self, name, getattr(self, name)[index])
+        self._group_positions()
         self.alive = [self.alive[p] for p in positions]
 
     def _end(self, position: int, status: str, reason: str | None = None) -> None:
@@ -436,7 +459,7 @@ class Population:
         state: dict[str, Any] = {"epoch": self.epoch, "pretrained": self.pretrained, "alive": list(self.alive),
                                  "records": [m.record for m in self.members], "timing": dict(self.timing)}
         if self.alive:
-            state.update(fe=[t.detach() for t in self.fe], g=[t.detach() for t in self.g], gmask=self.gmask,
+            state.update(fe=[t.detach() for t in self.fe], g={w: [t.detach() for t in ps] for w, ps in self.g.items()}, widths=self.widths,
                          lambda_ot=self.lambda_ot, lambda_ent=self.lambda_ent, eps=self.eps, p_t=self.p_t, m=self.m,
                          opt_fe=self.opt_fe.state_dict(), opt_g=self.opt_g.state_dict())
         return state
@@ -450,10 +473,11 @@ class Population:
             return
         dev = self.device
         self.fe = [t.to(dev).requires_grad_(True) for t in state["fe"]]
-        self.g = [t.to(dev).requires_grad_(True) for t in state["g"]]
-        for name in ("gmask", "lambda_ot", "lambda_ent", "eps", "p_t", "m"):
+        self.g = {int(w): [t.to(dev).requires_grad_(True) for t in ps] for w, ps in state["g"].items()}
+        for name in ("widths", "lambda_ot", "lambda_ent", "eps", "p_t", "m"):
             setattr(self, name, state[name].to(dev))
-        self.opt_fe = StackedAdam(self.fe, state["opt_fe"]["lr"], weight_decay=self.config.weight_decay)
-        self.opt_g = StackedAdam(self.g, state["opt_g"]["lr"])
+        self._group_positions()
+        self.opt_fe = StackedAdam(self.fe, state["opt_fe"]["lrs"], weight_decay=self.config.weight_decay)
+        self.opt_g = StackedAdam(self._g_params(), state["opt_g"]["lrs"])
         self.opt_fe.load_state_dict(state["opt_fe"])
         self.opt_g.load_state_dict(state["opt_g"])
