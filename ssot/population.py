@@ -424,7 +424,6 @@ class Population:
                 self._keep(go_on)
         train_s = time.perf_counter() - start
         eval_start = time.perf_counter()
-        share = None
         for position, index in enumerate(self.alive):
             metrics = {"epoch": self.epoch, **{k: float(v) / n_iter for k, v in zip(LOSSES, sums[position].tolist())},
                        **self._evaluate(position)}
