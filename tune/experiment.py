@@ -192,7 +192,9 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
     if options.search == "grid":
         return None
     if options.search == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True)
+        # a population's members are asked together: constant_liar counts the pending ones as bad,
+        # so TPE spreads them instead of drawing them all near the current best
+        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=bool(options.population))
         points = [spaces.default_point(options.space, base)]
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
