@@ -16,7 +16,8 @@
 3. **A screen of 64 configs.** Wall time of ``tune/search.py --features CACHE --population 64``
    against today's ``--features`` search of the same 64 configs (one Ray trial per config; random
    search, same seed: the same configs, checked), both without early stopping, through the same
-   ``run_search``. Goals: >= 3x on 2 CPU cores; <= 30 s for an Office-31-sized screen on one H100.
+   ``run_search``; the population, one trial, gets every CPU (``--cpus-per-trial``), today's
+   search one CPU per trial (its default). Goals: >= 3x on 2 CPU cores; <= 30 s for an Office-31-sized screen on one H100.
 
 Without ``--cache``, a synthetic cache with Office-31 A2W's layout is written to a temporary
 folder: 2,817 source and 256 target vectors of 2,048 dims (31 classes, 10 in the target), the
@@ -26,6 +27,7 @@ paper's bottleneck 1024-512. On a CPU the schedule is shortened (``--epochs 2 --
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import tempfile
@@ -43,8 +45,6 @@ OFFICE_SOURCE, OFFICE_TARGET, OFFICE_DIM = 2817, 256, 2048
 
 
 def device_name(device: str) -> str:
-    import os
-
     import torch
 
     if device == "cuda":
@@ -172,11 +172,14 @@ def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str
             base[key] = getattr(args, key)
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, population, gpus in (("population", n, 1.0 if device == "cuda" else 0.0),
-                                        ("trials", None, args.trial_gpus if device == "cuda" else 0.0)):
+        cpus = args.num_cpus or os.cpu_count() or 1
+        # one population holds every config: it gets the whole machine (all CPUs as threads, one GPU);
+        # today's search runs one trial per CPU (or per --trial-gpus share of the GPU)
+        for label, population, gpus, cpus_per_trial in (("population", n, 1.0 if device == "cuda" else 0.0, float(cpus)),
+                                                        ("trials", None, args.trial_gpus if device == "cuda" else 0.0, 1.0)):
             options = SearchOptions(task=task, num_samples=n, search="random", base=dict(base), seed=0, early_stop=False,
                                     storage_path=str(Path(tmp) / "runs"), name=label, verbose=0, population=population,
-                                    gpus_per_trial=gpus, cpus_per_trial=1.0)
+                                    gpus_per_trial=gpus, cpus_per_trial=cpus_per_trial)
             start = time.perf_counter()
             outcome = run_search(options, num_cpus=args.num_cpus)
             out[label] = time.perf_counter() - start
