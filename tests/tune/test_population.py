@@ -98,8 +98,8 @@ def test_a_population_search_killed_and_resumed_loses_no_epoch_and_keeps_the_con
         [0.5, 0.6], "completed")]
     write_experiment(reference, rows, task="digits", search="random", space=default_space(), max_epochs=2)
     args = ["--task", "digits", "--features", str(digits_cache), "--population", "3", "--configs-from", str(reference),
-            "--epochs", "4", "--grace-period", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=60",
-            "--set", "bottleneck_dims=[64]", "--set", "source_eval_samples=300", "--max-concurrent", "1", "--num-cpus", "2",
+            "--epochs", "4", "--grace-period", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=20",
+            "--set", "bottleneck_dims=[64]", "--set", "source_eval_samples=200", "--max-concurrent", "1", "--num-cpus", "2",
             "--storage-path", str(tmp_path / "runs"), "--name", "screen", "--verbose", "0",
             "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     command = [sys.executable, str(REPO / "tune" / "search.py"), *args]
