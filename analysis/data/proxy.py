@@ -179,8 +179,8 @@ def reference_path(meta: Mapping[str, Any]) -> str | None:
 
 
 def summary_table(infos: Sequence[ProxyInfo], ks: Sequence[int] = DEFAULT_KS) -> pd.DataFrame:
-    """One row per screen (task, screen, reference, n, Spearman, Kendall, the regrets), then per
-    task with several screens the mean of each column (``screen = "mean"``)."""
+    """One row per screen (task, screen, reference, n, Spearman, Kendall, the regrets), by task,
+    each task's screens followed (when it has several) by their mean (``screen = "mean"``)."""
     rows = [{"task": i.task, "screen": i.screen, "reference": i.reference, "n": i.n, "spearman": i.spearman,
              "kendall": i.kendall, **{f"regret_top{k}": i.regret.get(k, math.nan) for k in ks},
              "regret_random": i.random_regret, "best_acc": 100 * i.best_acc} for i in infos]
@@ -192,4 +192,6 @@ def summary_table(infos: Sequence[ProxyInfo], ks: Sequence[int] = DEFAULT_KS) ->
         if len(group) > 1:
             numeric = group.drop(columns=["task", "screen", "reference"]).mean(numeric_only=True)
             means.append({"task": task, "screen": "mean", "reference": f"{len(group)} screens", **numeric.to_dict()})
-    return pd.concat([table, pd.DataFrame(means)], ignore_index=True) if means else table
+    table = pd.concat([table, pd.DataFrame(means)], ignore_index=True) if means else table
+    mean_last = (table["screen"] == "mean").astype(int)
+    return table.assign(_m=mean_last).sort_values(["task", "_m", "screen"], kind="stable").drop(columns="_m").reset_index(drop=True)
