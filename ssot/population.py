@@ -61,6 +61,9 @@ from ssot.trainer import LOSSES, Trainer, seed_everything
 MEMBER_FIELDS: tuple[str, ...] = ("lambda_ot", "lambda_ent", "eps", "potential_width", "lr", "lr_g")
 
 PretrainFn = Callable[[Trainer], None]
+#: On a CPU, elementwise work on stacks is done in chunks of members of about this many elements
+#: (4 MB of floats): a whole stack's tensors leave the cache and are slower than the chunks.
+CPU_CHUNK_ELEMENTS = 1 << 20
 
 
 def check_members(configs: Sequence[SSOTConfig]) -> None:
@@ -131,16 +134,19 @@ class StackedAdam:
         bias_correction1 = 1 - beta1**self.steps
         bias_correction2_sqrt = (1 - beta2**self.steps) ** 0.5
         for p, lr, m, v in zip(self.params, self.lrs, self.exp_avg, self.exp_avg_sq):
-            grad = p.grad
-            if grad is None:
+            if p.grad is None:
                 continue
-            if self.weight_decay:
-                grad = grad.add(p, alpha=self.weight_decay)
-            m.lerp_(grad, 1 - beta1)
-            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = (v.sqrt() / bias_correction2_sqrt).add_(self.eps)
             neg_step = (-(lr / bias_correction1)).to(dtype=p.dtype, device=p.device).view(-1, *[1] * (p.dim() - 1))
-            p.add_(neg_step * m / denom)
+            # on a CPU in chunks of members that stay in the cache (a whole stack would not)
+            rows = max(1, CPU_CHUNK_ELEMENTS // max(1, p[0].numel())) if p.device.type == "cpu" else len(p)
+            for i in range(0, len(p), rows):
+                part, grad, m_i, v_i = p[i:i + rows], p.grad[i:i + rows], m[i:i + rows], v[i:i + rows]
+                if self.weight_decay:
+                    grad = grad.add(part, alpha=self.weight_decay)
+                m_i.lerp_(grad, 1 - beta1)
+                v_i.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (v_i.sqrt() / bias_correction2_sqrt).add_(self.eps)
+                part.add_(neg_step[i:i + rows] * m_i / denom)
 
     def select(self, params: list[Tensor], rows: list[Tensor | None]) -> None:
         """Keep, of each parameter ``i``, the members at ``rows[i]`` (None: drop the parameter);
@@ -289,6 +295,15 @@ class Population:
             out.append(_linear(hidden, g[2], g[3]).squeeze(-1))
         return torch.cat(out)[self.unsort]
 
+    def _cost(self, fs: Tensor, ft: Tensor) -> Tensor:
+        """Every member's cost matrix (:func:`ssot.ot.cost_matrix`). On a CPU in chunks of members
+        whose ``(b_s, b_t, d)`` differences stay in the cache (a whole stack's would not: the
+        chunks are faster than one call, and each member's values are those of its own run)."""
+        if self.device.type != "cpu":
+            return ot.cost_matrix(fs, ft)
+        chunk = max(1, CPU_CHUNK_ELEMENTS // (fs.shape[1] * ft.shape[1] * fs.shape[2]))
+        return torch.cat([ot.cost_matrix(fs[i:i + chunk], ft[i:i + chunk]) for i in range(0, fs.shape[0], chunk)])
+
     def _masked(self, cost: Tensor, ps: Tensor, pt: Tensor) -> Tensor:
         cfg = self.config
         return cost * (cfg.mask_scale * ot.soft_mask(ps, pt)) if cfg.use_mask else cost
@@ -300,7 +315,7 @@ class Population:
         feats, logits = self._forward(torch.cat([xs, xt]), self.fe)
         probs = torch.softmax(logits, dim=-1)
         fs, ft, ps, pt = feats[:, :bs], feats[:, bs:], probs[:, :bs], probs[:, bs:]
-        cost = ot.cost_matrix(fs, ft)
+        cost = self._cost(fs, ft)
         w = ot.source_weights(self.m, ys)
         # (a) g ascends H with f and eta fixed
         masked = self._masked(cost.detach(), ps.detach(), pt.detach())
