@@ -27,6 +27,7 @@ paper's bottleneck 1024-512. On a CPU the schedule is shortened (``--epochs 2 --
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import sys
@@ -173,9 +174,11 @@ def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cpus = args.num_cpus or os.cpu_count() or 1
-        # one population holds every config: it gets the whole machine (all CPUs as threads, one GPU);
-        # today's search runs one trial per CPU (or per --trial-gpus share of the GPU)
-        for label, population, gpus, cpus_per_trial in (("population", n, 1.0 if device == "cuda" else 0.0, float(cpus)),
+        size = args.population_size or n
+        # populations of `size`: one holding every config gets the whole machine (all CPUs as threads,
+        # one GPU), smaller ones share it; today's search runs one trial per CPU (or per --trial-gpus share)
+        per_population = float(max(1, cpus // math.ceil(n / size)))
+        for label, population, gpus, cpus_per_trial in (("population", size, 1.0 if device == "cuda" else 0.0, per_population),
                                                         ("trials", None, args.trial_gpus if device == "cuda" else 0.0, 1.0)):
             options = SearchOptions(task=task, num_samples=n, search="random", base=dict(base), seed=0, early_stop=False,
                                     storage_path=str(Path(tmp) / "runs"), name=label, verbose=0, population=population,
@@ -199,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=10, help="timed iterations per size in section 1 (alternated with the single trial's)")
     parser.add_argument("--max-memory-gb", type=float, default=8.0, help="skip sizes whose stack needs more (section 1)")
     parser.add_argument("--screen-configs", type=int, default=64, help="configs of the screen of section 3")
+    parser.add_argument("--population-size", type=int, help="members per population in section 3 (default: all the configs, one population)")
     parser.add_argument("--epochs", type=int, help="adaptation epochs (default: 2 on a CPU, the task's on a GPU)")
     parser.add_argument("--iters-per-epoch", type=int, help="iterations per epoch (default: 10 on a CPU, the task's on a GPU)")
     parser.add_argument("--pretrain-epochs", type=int, help="pretraining epochs on the cache (default: 1 on a CPU, the task's on a GPU)")
@@ -245,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             r = screen(args.task, cache, n, args, args.device)
             print(f"3. screen of {n} configs ({args.task}, epochs {base.epochs}, iterations/epoch {args.iters_per_epoch or 'all'}, "
                   f"pretraining {base.pretrain_epochs} epochs, no early stopping; same configs: {r['same_configs']}):")
-            print(f"   --population {n}: {r['population']:.1f} s wall | one Ray trial per config: {r['trials']:.1f} s wall | "
+            print(f"   --population {args.population_size or n}: {r['population']:.1f} s wall | one Ray trial per config: {r['trials']:.1f} s wall | "
                   f"ratio {r['trials'] / r['population']:.2f}x", flush=True)
             print("   goals: >= 3x on 2 CPU cores; <= 30 s for an Office-31-sized 64-config screen on one H100")
     return 0
