@@ -79,7 +79,8 @@ def synthetic_cache(path: Path) -> Path:
 def base_config(task: str, cache: Path, device: str, args: argparse.Namespace) -> Any:
     from ssot.config import SSOTConfig
 
-    changes: dict[str, Any] = {"backbone": "features", "features_path": str(cache), "device": device}
+    changes: dict[str, Any] = {"backbone": "features", "features_path": str(cache), "device": device,
+                               "num_threads": args.threads or 0}
     if args.epochs is not None:
         changes["epochs"] = args.epochs
     if args.iters_per_epoch is not None:
@@ -209,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trial-gpus", type=float, default=0.25, help="GPUs per trial of today's search (section 3, GPU)")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default all)")
     parser.add_argument("--skip-screen", action="store_true", help="sections 1 and 2 only")
+    parser.add_argument("--threads", type=int, help="torch threads of sections 1 and 2 (default: torch's; 1 is steadier on a busy machine)")
     args = parser.parse_args(argv)
     import torch
 
@@ -221,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         args.pretrain_epochs = 1 if args.pretrain_epochs is None else args.pretrain_epochs
     from ssot.data.features import load_feature_task
 
-    print(f"device: {device_name(args.device)}; torch {torch.__version__}", flush=True)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"device: {device_name(args.device)}; torch {torch.__version__}; load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or synthetic_cache(Path(tmp) / "a2w-synthetic.pt")
         task = load_feature_task(cache, args.task)
