@@ -258,7 +258,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
                           f"`python -m ssot.features --task {base.task} --out CACHE.pt`).")
     reference = read_reference(options.configs_from, base.task) if options.configs_from else None
     if reference is not None:
-        options.num_samples, options.space = len(reference.configs), dict(reference.space)
+        options = replace(options, num_samples=len(reference.configs), space=dict(reference.space))
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
         raise ConfigError(f"--metric target_acc needs target labels, but the target of task {base.task!r} is unlabeled. "
