@@ -23,6 +23,7 @@ from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
 from ssot.results import storage  # noqa: E402
 from ssot.results.experiment import EXPERIMENT_FILE  # noqa: E402
+from ssot.results.markdown import write_new_tables  # noqa: E402
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
@@ -73,11 +74,7 @@ def selection(args: argparse.Namespace) -> int:
                            "trials with validator scores (experiment.json's validator_directions and their columns in "
                            "trials.csv); run tune/search.py to the end first.")
     summ = summary(table)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / CSV_NAME, "x", newline="") as fh:
-        table.to_csv(fh, index=False)
-    with open(out / MARKDOWN_NAME, "x") as fh:
-        fh.write(to_markdown(summ))
+    write_new_tables(out, table, CSV_NAME, to_markdown(summ), MARKDOWN_NAME)
     print(to_markdown(summ), end="")
     print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
     return cli.EXIT_OK

@@ -21,6 +21,26 @@ def rate(fn: Callable[[], Any], *, iters: int, warmup: int, device: str) -> floa
     return iters / (time.perf_counter() - start)
 
 
+def alternated(first: Callable[[], Any], second: Callable[[], Any], rounds: int, device: str) -> tuple[float, float]:
+    """Median seconds of a call of ``first`` and of ``second``, timed alternately (a shared
+    machine's load drifts: alternating exposes both to the same drift), after one warm-up round."""
+    import statistics
+
+    import torch
+
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    times: list[list[float]] = [[], []]
+    for i in range(rounds + 1):
+        for k, fn in enumerate((first, second)):
+            sync()
+            start = time.perf_counter()
+            fn()
+            sync()
+            if i:  # the first round is a warm-up
+                times[k].append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def write_jpegs(root: Path, per_class: int, size: int = 300) -> Path:
     """An Office-31 layout (amazon, webcam) of random-noise JPEGs under ``root``: ``per_class`` per class."""
     from ssot.data.registry import DATASETS

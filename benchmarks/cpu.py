@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import write_jpegs  # noqa: E402
+from _shared import alternated, write_jpegs  # noqa: E402
 
 
 def ce_ent_step(trainer: Any, xs: Any, ys: Any, xt: Any) -> float:
@@ -79,15 +78,7 @@ def ssot_vs_ce(trainer: Any, batch: tuple, iters: int) -> tuple[float, float]:
     """Median seconds of an SSOT and of a CE + entropy iteration, timed alternately (a shared
     machine's load drifts: alternating exposes both to the same drift)."""
     xs, ys, xt = batch[:3]
-    times: dict[str, list[float]] = {"ssot": [], "ce": []}
-    steps = {"ssot": lambda: trainer.step(xs, ys, xt), "ce": lambda: ce_ent_step(trainer, xs, ys, xt)}
-    for i in range(iters + 1):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            if i:  # the first round is a warm-up
-                times[name].append(time.perf_counter() - start)
-    return statistics.median(times["ssot"]), statistics.median(times["ce"])
+    return alternated(lambda: trainer.step(xs, ys, xt), lambda: ce_ent_step(trainer, xs, ys, xt), iters, "cpu")
 
 
 def main(argv: list[str] | None = None) -> int:

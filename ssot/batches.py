@@ -33,9 +33,13 @@ from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
 from ssot.data.base import usable_workers
 from ssot.data.decoded import DecodedImages
+from ssot.data.features import seed_views
 from ssot.solvers import SampleIds
 
 Pair = tuple[torch.Tensor, torch.Tensor]
+#: The generator of a feature cache's augmented views (:func:`ssot.data.features.seed_views`) is
+#: seeded with a training pass's seed plus this offset.
+VIEW_SEED_OFFSET = 7_777_777
 _SEEDS = 2**63
 
 
@@ -106,7 +110,7 @@ def decoded_view(ds: Dataset) -> tuple[DecodedImages, torch.Tensor | None, bool]
     (``ids``: the batch's labels are the sample ids); else ``None``."""
     ids = isinstance(ds, SampleIds)
     if ids:
-        ds = ds.ds
+        ds = ds.dataset
     positions = None
     if isinstance(ds, Subset):
         positions, ds = torch.as_tensor(ds.indices, dtype=torch.long), ds.dataset
@@ -144,6 +148,7 @@ class Batches:
             return
         if self.workers == 0:
             gen = torch.Generator().manual_seed(seed)
+            seed_views(ds, seed + VIEW_SEED_OFFSET)  # a feature cache's augmented views: drawn from their own generator
             loader = DataLoader(ds, batch_size=self.batch_size, shuffle=True, drop_last=len(ds) >= self.batch_size,  # type: ignore[arg-type]
                                 generator=gen, pin_memory=self.device.type == "cuda")
         else:

@@ -20,6 +20,7 @@ entry point         module / file                          what it does
 ``ssot-solvers``    ``python tune/solvers.py``             the OT solvers compared
 ``ssot-dashboard``  ``python analysis/sensitivity.py``     the sensitivity dashboard
 ``ssot-selection``  ``python analysis/selection.py``       regret of label-free selection
+``ssot-proxy``      ``python analysis/proxy.py``           how screens rank configs against end-to-end runs
 ``ssot-paper-figures`` ``python analysis/paper_figures.py`` the paper's figures from run records
 ==================  =====================================  ==========================================
 
@@ -169,10 +170,13 @@ def add_config_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`ssot.config.SSOTConfig` of parsed flags: the task's defaults <- ``--config``
-    file (when the parser has it) <- explicit flags."""
+    file (when the parser has it) <- explicit flags; ``--features PATH`` (a feature cache) implies
+    ``--backbone features``."""
     from ssot.config import CONFIG_FIELDS, SSOTConfig
 
     overrides = {name: getattr(args, name) for name in CONFIG_FIELDS if getattr(args, name) is not None}
+    if overrides.get("features_path") and "backbone" not in overrides:
+        overrides["backbone"] = "features"  # --features PATH: train on the cache
     config_file = getattr(args, "config", None)
     if config_file is not None:
         base = SSOTConfig.from_json(config_file).to_dict()

@@ -273,8 +273,9 @@ class SSOTConfig:
     # --- data ---
     data_root: str | None = param(None, OptionalPath(), "root folder of the benchmark datasets (default: $SSOT_DATA_ROOT)",
                                   "pretraining", "task", "path", "runtime")
-    features_path: str | None = param(None, OptionalPath(), "a .pt feature cache to train on instead of images (backbone "
-                                      "features)", "pretraining", "task", "path")
+    features_path: str | None = param(None, OptionalPath(), "a .pt feature cache to train on instead of images (python -m "
+                                      "ssot.features; implies backbone features)", "pretraining", "task", "path",
+                                      flag="--features")
     source_dir: str | None = param(None, OptionalPath(), "task custom: source folder with one sub-folder per class",
                                    "task", "path", flag="--source")
     target_dir: str | None = param(None, OptionalPath(), "task custom: target folder with class sub-folders, or a flat "

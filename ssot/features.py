@@ -1,16 +1,33 @@
 """Command line: build a feature cache of a task with a frozen backbone.
 
-    python -m ssot.features --task A2W --data-root DIR --out a2w.pt
+    python -m ssot.features --task P2H --out p2h.pt                 # the source-pretrained backbone (default)
     python -m ssot.features --task A2W --data-root DIR --views 4 --out a2w.pt    # + 4 augmented views
-    python -m ssot.features --task digits --out digits.pt
+    python -m ssot.features --task A2W --data-root DIR --encoder imagenet --out a2w-imagenet.pt
+
+The encoder (``--encoder``, the cache's *encoder stage*, :data:`ssot.data.features.ENCODERS`):
+
+``pretrained`` (default)
+    the task's backbone after source pretraining (Algorithm 1, line 1): exactly the pretraining a
+    search shares across its trials (:meth:`ssot.trainer.Trainer.pretrain`, same config fields
+    :data:`ssot.trainer.Trainer.PRETRAIN_FIELDS` and seed), from ImageNet weights for ResNet-50
+    (unless ``--no-pretrained``). A screen on the cache then trains, per config, what an
+    end-to-end trial adapts on top of that backbone: bottleneck, classifier and potential.
+    The cache of seed ``S`` comes from the pretraining of seed ``S`` (``--seed``).
+``imagenet``
+    ResNet-50's ImageNet weights, not adapted to the task (for comparison).
+``untrained``
+    the backbone's seeded random initialisation (for comparison). Training or searching on such
+    a cache is refused (:func:`ssot.data.features.check_screenable`): it ranks configs by noise.
 
 Takes the model and transform flags of ``python -m ssot.train`` (``--no-pretrained``,
-``--image-size 64``, ``--pretrained-path``, ``--device``, ``--precision``...). Every image of the
-source and the target goes once through the frozen backbone with the evaluation transform, and
-``--views`` more times with the training transform (random crops and flips), batched under
-``torch.no_grad()`` (bf16 autocast on a GPU). The file (format in :mod:`ssot.data.features`)
-records the task, the backbone, a checksum of its weights and the transform; it is written
-atomically and never overwrites a file. Train or search on it with ``--features PATH``.
+``--image-size 64``, ``--pretrained-path``, ``--device``, ``--precision``, ``--pretrain-epochs``...).
+Every image of the source and the target goes once through the frozen backbone with the
+evaluation transform, and ``--views`` more times with the training transform (random crops and
+flips), batched under ``torch.no_grad()`` (bf16 autocast on a GPU). The file (format in
+:mod:`ssot.data.features`) records the task, the backbone, its encoder stage (with the
+pretraining's config fields and seed), a checksum of its weights and the transform; it is written
+atomically and never overwrites a file. Train on it with ``python -m ssot.train --task TASK
+--features PATH``, search on it with ``python tune/search.py --task TASK --features PATH``.
 """
 from __future__ import annotations
 
@@ -26,6 +43,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.data.features import ENCODERS
 from ssot.data.base import usable_workers
 from ssot.errors import ConfigError, SSOTError
 
@@ -54,25 +72,46 @@ def _encode(backbone: torch.nn.Module, ds: Dataset, config: SSOTConfig, device: 
     return torch.cat(out)
 
 
+def _encoder(config: SSOTConfig, encoder: str, task: Any, progress: bool) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The frozen backbone of ``encoder`` and what the cache records about its stage."""
+    from ssot.models import build_backbone
+    from ssot.trainer import Trainer
+
+    if encoder == "pretrained":
+        trainer = Trainer(config, task, progress=progress)
+        with torch.enable_grad():
+            trainer.pretrain()
+        return trainer.f.backbone, {"pretrain_key": {k: getattr(config, k) for k in Trainer.PRETRAIN_FIELDS},
+                                    "source_only_target_acc": trainer.record["source_only_target_acc"]}
+    if encoder == "imagenet" and not (config.backbone == "resnet50" and config.pretrained):
+        raise ConfigError(f"The 'encoder' parameter 'imagenet' needs the resnet50 backbone with its ImageNet weights "
+                          f"(backbone {config.backbone!r}, pretrained {config.pretrained}). Use --encoder pretrained or untrained.")
+    backbone, _ = build_backbone(config if encoder == "imagenet" else config.replace(pretrained=False))
+    return backbone, {}
+
+
 @torch.no_grad()
-def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, progress: bool = True) -> dict[str, Any]:
-    """Encode ``config``'s task with its frozen backbone and write the cache to ``out``.
+def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, encoder: str = "pretrained",
+                        progress: bool = True) -> dict[str, Any]:
+    """Encode ``config``'s task with the frozen backbone of ``encoder`` and write the cache to ``out``.
 
     Parameters
     ----------
-    config : the task, backbone (``resnet50`` or ``digits_cnn``), transform sizes, device.
+    config : the task, backbone (``resnet50`` or ``digits_cnn``), transform sizes, device, and
+        for ``encoder="pretrained"`` the pretraining (its seed included).
     out : the cache file; must not exist.
     views : augmented (training-transform) views per image, besides the evaluation view.
-    progress : show a tqdm bar over every image encoded.
+    encoder : the encoder stage, one of :data:`ssot.data.features.ENCODERS` (module docstring).
+    progress : show tqdm bars (pretraining, every image encoded).
 
     Returns
     -------
-    The provenance recorded in the file (``backbone``, ``weights_sha256``, ``transform``).
+    The provenance recorded in the file (``backbone``, ``encoder``, ``weights_sha256``,
+    ``transform``; ``pretrain_key`` and ``source_only_target_acc`` for a pretrained encoder).
     """
     from ssot.data import build_task
     from ssot.data.features import save_feature_cache
-    from ssot.models import build_backbone
-    from ssot.trainer import _seed_everything, dataset_labels, resolve_device
+    from ssot.trainer import seed_everything, dataset_labels, resolve_device
 
     out = Path(out)
     if out.exists():
@@ -81,13 +120,16 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
         raise ConfigError("The 'backbone' parameter must be an image backbone ('resnet50' or 'digits_cnn') to build a cache. Got 'features' instead.")
     if not isinstance(views, int) or views < 0:
         raise ConfigError(f"The 'views' parameter must be an int in [0, inf). Got {views!r} instead.")
+    if encoder not in ENCODERS:
+        raise ConfigError(f"The 'encoder' parameter must be one of {', '.join(ENCODERS)}. Got {encoder!r} instead.")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _seed_everything(config.seed)
+    seed_everything(config.seed)
     device = resolve_device(config.device)
     task = build_task(config)
-    backbone, _ = build_backbone(config)
+    backbone, stage = _encoder(config, encoder, task, progress)
+    seed_everything(config.seed)  # the augmented views' draws do not depend on the encoder stage
     backbone = backbone.to(device).eval()
-    meta = {"backbone": config.backbone, "weights_sha256": weights_checksum(backbone),
+    meta = {"backbone": config.backbone, "encoder": encoder, **stage, "weights_sha256": weights_checksum(backbone),
             "transform": {"image_size": config.image_size, "resize_size": config.resize_size, "views": views,
                           "eval": repr(getattr(task.source_eval, "transform", None)),
                           "train": repr(getattr(task.source, "transform", None))},
@@ -110,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="the cache file (.pt); refuses to overwrite")
     parser.add_argument("--views", type=int, default=0, help="augmented views per image (training transform), besides the eval view")
+    parser.add_argument("--encoder", choices=ENCODERS, default="pretrained",
+                        help="the backbone's stage: pretrained (source-pretrained, as a search's trials share it), imagenet "
+                             "(ResNet-50's ImageNet weights) or untrained (random init; refused by training and search)")
     parser.add_argument("--config", type=Path, help="JSON config (its model and transform fields are used)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return cli.add_config_flags(parser)
@@ -124,9 +169,16 @@ def features(args: argparse.Namespace) -> int:
     """The command's work: check the output, encode the task, write the cache."""
     cli.check_output(args.out, "--out", folder=False)
     config = cli.config_from_args(args)
-    meta = build_feature_cache(config, args.out, views=args.views, progress=not args.quiet)
-    print(f"wrote {args.out} (task {config.task}, backbone {meta['backbone']}, weights {meta['weights_sha256'][:12]}, "
-          f"{args.views} augmented views); train on it with --features {args.out}")
+    meta = build_feature_cache(config, args.out, views=args.views, encoder=args.encoder, progress=not args.quiet)
+    stage = meta["encoder"] + (f", seed {config.seed}, source-only target_acc {meta['source_only_target_acc']:.4f}"
+                               if meta.get("source_only_target_acc") is not None else "")
+    print(f"wrote {args.out} (task {config.task}, backbone {meta['backbone']} {stage}, weights {meta['weights_sha256'][:12]}, "
+          f"{args.views} augmented views)")
+    if meta["encoder"] == "untrained":
+        print("an untrained encoder ranks configs by noise: training and searching on this cache are refused (comparisons only)")
+    else:
+        print(f"train on it with `python -m ssot.train --task {config.task} --features {args.out}`, search on it with "
+              f"`python tune/search.py --task {config.task} --features {args.out}`")
     return cli.EXIT_OK
 
 

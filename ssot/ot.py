@@ -15,6 +15,10 @@ Notation (one mini-batch): source features :math:`F_s \in \mathbb{R}^{b_s \times
 
 For a fixed cost, :math:`\max_g H` equals the entropic OT value with KL regularisation
 (``ot.solve(M, a=w, b=uniform, reg=eps, reg_type="KL").value``) minus :math:`\varepsilon`.
+
+Every function also takes a stack of problems: leading dimensions (one per member of a
+population, :mod:`ssot.population`) before the shapes documented below, with ``eps`` a tensor of
+one value per problem; member ``p`` of the stack gets exactly the result of the call on its slice.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ def cost_matrix(fs: Tensor, ft: Tensor) -> Tensor:
     Computed from the expanded difference rather than ``|a|^2 + |b|^2 - 2ab``: exact (never
     negative) and the batch is small, so the ``b_s x b_t x d`` intermediate is cheap.
     """
-    return (fs[:, None, :] - ft[None, :, :]).pow(2).sum(-1)
+    return (fs[..., :, None, :] - ft[..., None, :, :]).pow(2).sum(-1)
 
 
 def soft_mask(ps: Tensor, pt: Tensor) -> Tensor:
@@ -40,10 +44,10 @@ def soft_mask(ps: Tensor, pt: Tensor) -> Tensor:
     pairs predicted to share a class (large :math:`p_s^\top p_t`) get a *smaller* weight, so their
     transport is cheaper.
     """
-    return torch.softmax(1.0 - ps @ pt.T, dim=1)
+    return torch.softmax(1.0 - ps @ pt.transpose(-1, -2), dim=-1)
 
 
-def c_transform(cost: Tensor, g: Tensor, eps: float) -> Tensor:
+def c_transform(cost: Tensor, g: Tensor, eps: float | Tensor) -> Tensor:
     r"""The (entropic) c-transform of the target potential ``g`` for every source row.
 
     Parameters
@@ -51,19 +55,24 @@ def c_transform(cost: Tensor, g: Tensor, eps: float) -> Tensor:
     cost : ``(b_s, b_t)`` cost matrix (masked or not).
     g : ``(b_t,)`` potential values on the target samples.
     eps : regularisation; ``eps > 0`` uses a log-sum-exp (stable for any cost scale),
-        ``eps == 0`` the hard minimum :math:`\min_j (C_{ij} - g_j)`.
+        ``eps == 0`` the hard minimum :math:`\min_j (C_{ij} - g_j)`. For a stack of problems, a
+        tensor of one ``eps > 0`` per problem.
 
     Returns
     -------
     ``(b_s,)`` tensor
         :math:`-\varepsilon \log \frac{1}{b_t}\sum_j \exp((g_j - C_{ij})/\varepsilon)`, or the hard min.
     """
+    b_t = cost.shape[-1]
+    if isinstance(eps, Tensor):
+        if not bool((eps > 0).all()):
+            raise ValueError(f"The 'eps' parameter of a stack of problems must hold floats in (0, inf). Got {eps.tolist()!r} instead.")
+        return -eps[..., None] * (torch.logsumexp((g[..., None, :] - cost) / eps[..., None, None], dim=-1) - math.log(b_t))
     if eps < 0:
         raise ValueError(f"The 'eps' parameter must be a float in [0, inf). Got {eps!r} instead.")
     if eps == 0:
-        return (cost - g[None, :]).min(dim=1).values
-    b_t = cost.shape[1]
-    return -eps * (torch.logsumexp((g[None, :] - cost) / eps, dim=1) - math.log(b_t))
+        return (cost - g[..., None, :]).min(dim=-1).values
+    return -eps * (torch.logsumexp((g[..., None, :] - cost) / eps, dim=-1) - math.log(b_t))
 
 
 def source_weights(m: Tensor, ys: Tensor) -> Tensor:
@@ -72,17 +81,17 @@ def source_weights(m: Tensor, ys: Tensor) -> Tensor:
     When every sample of the batch has weight 0 (a batch drawn only from classes judged absent
     from the target), the weights stay 0 rather than dividing by zero.
     """
-    mw = m[ys]
-    return mw / mw.sum().clamp_min(torch.finfo(mw.dtype).tiny)
+    mw = m[..., ys]
+    return mw / mw.sum(-1, keepdim=True).clamp_min(torch.finfo(mw.dtype).tiny)
 
 
-def semi_dual(cost: Tensor, g: Tensor, w: Tensor, eps: float) -> Tensor:
+def semi_dual(cost: Tensor, g: Tensor, w: Tensor, eps: float | Tensor) -> Tensor:
     r"""Weighted semi-dual value :math:`H = \sum_i w_i g^{c,\varepsilon}_i + \mathrm{mean}_j g_j - \varepsilon`.
 
     ``w`` are the source weights (summing to 1; uniform ``1/b_s`` for the unweighted problem).
     ``g`` ascends ``H``; the feature extractor descends it (``L_OT``).
     """
-    return (w * c_transform(cost, g, eps)).sum() + g.mean() - eps
+    return (w * c_transform(cost, g, eps)).sum(-1) + g.mean(-1) - eps
 
 
 def class_weights(p_t: Tensor, p_s: Tensor) -> Tensor:
@@ -93,12 +102,12 @@ def class_weights(p_t: Tensor, p_s: Tensor) -> Tensor:
     rounding; it is enforced so that the source-weighted mean of ``m`` is exactly 1.
     """
     m = torch.where(p_s > 0, p_t / p_s.clamp_min(torch.finfo(p_s.dtype).tiny), torch.zeros_like(p_t))
-    return m / (p_s * m).sum().clamp_min(torch.finfo(m.dtype).tiny)
+    return m / (p_s * m).sum(-1, keepdim=True).clamp_min(torch.finfo(m.dtype).tiny)
 
 
 def entropy(p: Tensor) -> Tensor:
     r"""Mean Shannon entropy :math:`-\frac1n\sum_j\sum_k p_{jk}\log p_{jk}` of probability rows."""
-    return -(p * torch.log(p.clamp_min(1e-12))).sum(dim=1).mean()
+    return -(p * torch.log(p.clamp_min(1e-12))).sum(dim=-1).mean(-1)
 
 
 def label_frequencies(labels: Tensor, num_classes: int) -> Tensor:

@@ -54,13 +54,13 @@ class SampleIds(Dataset):
     """
 
     def __init__(self, ds: Dataset):
-        self.ds = ds
+        self.dataset = ds
 
     def __len__(self) -> int:
-        return len(self.ds)  # type: ignore[arg-type]
+        return len(self.dataset)  # type: ignore[arg-type]
 
     def __getitem__(self, i: int) -> tuple[Any, int]:
-        return self.ds[i][0], i
+        return self.dataset[i][0], i
 
 
 def sinkhorn_log(cost: Tensor, a: Tensor, b: Tensor, eps: float, iters: int = 100, tol: float = 1e-7) -> Tensor:

@@ -60,7 +60,7 @@ from ssot.solvers import SampleIds, build_solver
 EpochCallback = Callable[[dict[str, Any]], None]
 #: Iterations between two reads of an epoch's loss sums (the divergence check; one host sync each).
 CHECK_EVERY = 25
-#: The losses an iteration returns, averaged over the epoch into its metrics.
+#: The losses of an iteration (:meth:`Trainer.step`), in order; an epoch records their means.
 LOSSES = ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")
 
 
@@ -124,7 +124,7 @@ class Trainer:
         self.device = resolve_device(config.device)
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
-        _seed_everything(config.seed)
+        seed_everything(config.seed)
         self.task = task if task is not None else build_task(config)
         K = self.task.num_classes
         input_dim = self.task.input_shape[0] if config.backbone == "features" else None
@@ -262,13 +262,18 @@ class Trainer:
         cfg = self.config
         return cfg.iters_per_epoch or max(1, len(self.source_train) // cfg.batch_size)
 
+    def epoch_batches(self, epoch: int) -> tuple[Iterator[tuple[torch.Tensor, torch.Tensor]], Iterator[tuple[torch.Tensor, torch.Tensor]]]:
+        """The source batches ``(x, y)`` and target batches ``(x, sample ids)`` of adaptation epoch
+        ``epoch``: endless, and the same for every run of this seed (whatever its searched fields)."""
+        seed = self.config.seed * 100_003 + epoch
+        return self.batches.train(self.source_train, seed), self.batches.train(self.target_ids, seed + 50_000)
+
     def adapt_epoch(self) -> dict[str, Any]:
         """One adaptation epoch followed by its evaluation; returns the epoch's metrics."""
         cfg = self.config
         self.epoch += 1
         start = time.perf_counter()
-        seed = cfg.seed * 100_003 + self.epoch
-        src, tgt = self.batches.train(self.source_train, seed), self.batches.train(self.target_ids, seed + 50_000)
+        src, tgt = self.epoch_batches(self.epoch)
         sums = torch.zeros(len(LOSSES), dtype=torch.float64, device=self.device)  # read every CHECK_EVERY iterations
         n_iter = self.iterations_per_epoch()
         checked = 0
@@ -417,7 +422,8 @@ class Trainer:
         self.solver.load_state_dict(state.get("solver", {}))
 
 
-def _seed_everything(seed: int) -> None:
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global RNGs (a run does it first, then builds its models)."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

@@ -14,9 +14,8 @@ PACKAGES = ("ssot", "tune", "analysis")
 #: Cycles that exist only through imports under ``if TYPE_CHECKING:`` (never executed): none.
 KNOWN_TYPING_CYCLES: set[frozenset[str]] = set()
 
-#: Private names imported from another module in files other branches own: ``ssot/features.py``
-#: (the population branch) seeds with the trainer's helper (the image branch's ``ssot/trainer.py``).
-KNOWN_PRIVATE = {"ssot.features: from ssot.trainer import _seed_everything"}
+#: Private names imported from another module in files other branches own (none left).
+KNOWN_PRIVATE: set[str] = set()
 
 #: Component -> the components it must never import (directly or lazily).
 FORBIDDEN = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,10 +24,11 @@ from ssot.data import build_task
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, SSOTError
 from ssot.results import metrics, storage
-from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
+from ssot.data.features import cache_provenance
+from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, REFERENCE_KEY, new_meta
 from ssot.results.lock import LOCK_FILE, ExperimentLock
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
-from ssot.results.trials import ERRORED, RUNNING
+from ssot.results.trials import ERRORED, RUNNING, asha_rungs
 from tune import mps
 from tune import space as spaces
 from tune import state
@@ -37,6 +39,8 @@ from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F40
 from tune.study import StoredOptunaSearch, check_study, optuna_storage, public_url, study_name
 from tune.trackers import tracker_callbacks
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
+from tune.population import METRIC_KEY, REDUCTION_KEY, RUNGS_KEY, PopulationSearcher, population_trainable
+from tune.replay import Reference, read_reference
 from tune.trainable import PRETRAINED_DIR, load_state, pretrained_path, ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
@@ -83,6 +87,12 @@ class SearchOptions:
     trial_resources: dict[str, float] = field(default_factory=dict)
     #: Use NVIDIA MPS when trials share a GPU (a fractional ``gpus_per_trial``; :mod:`tune.mps`).
     mps: bool = True
+    #: Train configs by populations of this many members, each population one Ray trial
+    #: (:mod:`tune.population`; feature caches only). None: one Ray trial per config.
+    population: int | None = None
+    #: Replay the configs of this experiment (its task folder, local or a URI; :mod:`tune.replay`):
+    #: ``num_samples`` and the space become the experiment's.
+    configs_from: str | None = None
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -105,6 +115,12 @@ class SearchOptions:
                                   f"--cpus-per-trial and --gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
         if self.name is not None:
             storage.check_name(self.name, "--name")
+        if self.population is not None and not (isinstance(self.population, int) and self.population >= 1):
+            raise ConfigError(f"The 'population' parameter must be an int >= 1. Got {self.population!r} instead.")
+        if self.population is not None and self.search == "grid":
+            raise ConfigError("--population proposes members from an Optuna study: use --search tpe or random, not grid.")
+        if self.configs_from is not None and self.search == "grid":
+            raise ConfigError("--configs-from replays an experiment's configs: use --search tpe or random, not grid.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
         if self.metric not in metrics.selectable_metrics():
@@ -181,7 +197,8 @@ def runnable_slots(options: SearchOptions, gpus_per_trial: float) -> int:
     return max(1, slots)
 
 
-def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None) -> Any:
+def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None,
+              reference: Reference | None = None) -> Any:
     import optuna
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.optuna import OptunaSearch
@@ -189,12 +206,20 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
     if options.search == "grid":
         return None
     if options.search == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True)
+        # a population's members are asked together: constant_liar counts the pending ones as bad,
+        # so TPE spreads them instead of drawing them all near the current best
+        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=bool(options.population))
         points = [spaces.default_point(options.space, base)]
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
+    if reference is not None:
+        points = list(reference.configs)
     stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
+    if options.population:
+        members = PopulationSearcher(spaces.optuna_space(options.space), options.metric, metrics.metric(options.metric).direction or "max",
+                                     sampler, options.population, options.num_samples, enqueued=points, **stored)
+        return ConcurrencyLimiter(members, max_concurrent=slots)
     searcher = (StoredOptunaSearch if stored else OptunaSearch)(
         space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
         sampler=sampler, points_to_evaluate=points, **stored)
@@ -207,8 +232,8 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
 def _scheduler(options: SearchOptions, epochs: int) -> Any:
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
-    if not options.early_stop or epochs <= options.grace_period:
-        return FIFOScheduler()
+    if options.population or not options.early_stop or epochs <= options.grace_period:
+        return FIFOScheduler()  # a population stops its members at ASHA's rungs itself
     # metric and mode come from TuneConfig (Ray refuses them twice for a scheduler)
     return ASHAScheduler(time_attr="training_iteration", max_t=epochs,
                          grace_period=options.grace_period, reduction_factor=options.reduction_factor)
@@ -223,6 +248,9 @@ def _param_space(options: SearchOptions, base: SSOTConfig, gpus: float, cache_di
     constants["num_workers"] = min(base.num_workers, int(options.cpus_per_trial))
     if options.search == "grid":
         constants.update(spaces.ray_grid_space(options.space))
+    if options.population:
+        constants[RUNGS_KEY] = list(asha_rungs(options.grace_period, options.reduction_factor, base.epochs)) if options.early_stop else []
+        constants[REDUCTION_KEY], constants[METRIC_KEY] = options.reduction_factor, options.metric
     return constants
 
 
@@ -238,6 +266,12 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     if address:
         check_reachable(address)
     base = base_config(options)
+    if options.population is not None and base.backbone != "features":
+        raise ConfigError(f"--population trains configs on a feature cache; pass --features CACHE.pt (build one with "
+                          f"`python -m ssot.features --task {base.task} --out CACHE.pt`).")
+    reference = read_reference(options.configs_from, base.task) if options.configs_from else None
+    if reference is not None:
+        options = replace(options, num_samples=len(reference.configs), space=dict(reference.space))
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
         raise ConfigError(f"--metric target_acc needs target labels, but the target of task {base.task!r} is unlabeled. "
@@ -247,11 +281,11 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     existed = storage.exists(path)
     # one driver at a time (a new search or --resume): taken before any work, released at the end
     with ExperimentLock(path):
-        return _locked(options, base, root, path, existed=existed, address=address, num_cpus=num_cpus)
+        return _locked(options, base, root, path, existed=existed, address=address, num_cpus=num_cpus, reference=reference)
 
 
 def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, existed: bool, address: str | None,
-            num_cpus: int | None) -> SearchOutcome:
+            num_cpus: int | None, reference: Reference | None = None) -> SearchOutcome:
     """:func:`run_search` once the experiment's lock is held: the checks of what exists (the
     folder before the lock was taken, or anything but the lock now), then Ray."""
     import ray
@@ -264,7 +298,7 @@ def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, e
     check_pretrained(root, base)
     if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
         check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
-    wanted = search_meta(options, base, root)
+    wanted = search_meta(options, base, root, reference)
     info, restore = _resumed(options, path, wanted) if exists else (wanted, False)
     if isinstance(info, SearchOutcome):  # finished already
         return info
@@ -305,7 +339,7 @@ def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, e
         # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
         if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
             os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
-        return _run(options, base, root, path, gpus, slots, info, restore=restore, mps_record=sharing.record())
+        return _run(options, base, root, path, gpus, slots, info, restore=restore, mps_record=sharing.record(), reference=reference)
     finally:
         if started_ray:
             ray.shutdown()
@@ -342,21 +376,25 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
                         "(`ray status` on the head node).") from None
 
 
-def search_meta(options: SearchOptions, base: SSOTConfig, root: str) -> dict[str, Any]:
-    """The ``experiment.json`` of a new search of ``options`` (status ``running``)."""
+def search_meta(options: SearchOptions, base: SSOTConfig, root: str, reference: Reference | None = None) -> dict[str, Any]:
+    """The ``experiment.json`` of a new search of ``options`` (status ``running``); a replayed
+    search records its reference (:mod:`tune.replay`), a screen its feature cache's provenance."""
     name = root.rsplit("/", 1)[-1]
     return new_meta(task=base.task, dataset=dataset_of(base.task), name=name, search=options.search, space=options.space,
                     max_epochs=base.epochs, num_samples=options.num_samples, metric_name=options.metric,
                     early_stop=options.early_stop, grace_period=options.grace_period,
                     reduction_factor=options.reduction_factor, base_config=base.to_dict(), validator_directions=DIRECTIONS,
                     optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
-                    optuna_study=study_name(name, base.task) if options.optuna_storage else None)
+                    optuna_study=study_name(name, base.task) if options.optuna_storage else None,
+                    population=options.population,
+                    features=cache_provenance(base.features_path) if base.features_path else None,
+                    **{REFERENCE_KEY: reference.meta() if reference else None})
 
 
 #: The settings of experiment.json that a resumed search keeps, with the flags that set them.
 RESUMED_SETTINGS = {"max_epochs": "--epochs", "num_samples": "--num-samples", "search": "--search", "metric": "--metric",
                     "space": "the space (--lambda-ot-range, --widths, ...)", "early_stop": "--no-early-stop",
-                    "grace_period": "--grace-period", "reduction_factor": "--reduction-factor"}
+                    "grace_period": "--grace-period", "reduction_factor": "--reduction-factor", "population": "--population"}
 
 
 def check_same_settings(recorded: dict[str, Any], wanted: dict[str, Any], path: str) -> None:
@@ -418,10 +456,11 @@ def _resumed(options: SearchOptions, path: str, wanted: dict[str, Any]) -> tuple
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, info: dict[str, Any], *,
-         restore: bool, mps_record: dict[str, Any] | None = None) -> SearchOutcome:
+         restore: bool, mps_record: dict[str, Any] | None = None, reference: Reference | None = None) -> SearchOutcome:
     epochs = base.epochs
     cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
-    trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
+    function = population_trainable if options.population else ssot_trainable
+    trainable = ray_tune.with_resources(function, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
     if restore:
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
     else:  # a new search, or one stopped before Ray saved anything: started with experiment.json's settings
@@ -429,8 +468,11 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
             tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=metrics.metric(options.metric).direction, search_alg=_searcher(options, base, slots, info.get("optuna_study")), scheduler=_scheduler(options, epochs),
-                num_samples=options.num_samples, max_concurrent_trials=options.max_concurrent,
+                metric=options.metric, mode=metrics.metric(options.metric).direction,
+                search_alg=_searcher(options, base, slots, info.get("optuna_study"), reference),
+                scheduler=_scheduler(options, epochs),
+                num_samples=math.ceil(options.num_samples / options.population) if options.population else options.num_samples,
+                max_concurrent_trials=options.max_concurrent,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
             run_config=ray_tune.RunConfig(

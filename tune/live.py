@@ -27,6 +27,7 @@ from ray import tune as ray_tune
 from ssot.results import storage
 from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
 from ssot.results.trials import COMPLETED, RUNNING
+from tune import members
 from tune.outputs import best_config, collect, trial_frame
 
 class LiveOutputs(ray_tune.Callback):
@@ -139,6 +140,12 @@ class TrialLines(ray_tune.Callback):
     def _line(trials: list, trial: Any, suffix: str) -> None:
         done = sum(t.status in ("TERMINATED", "ERROR") for t in trials) + 1
         r, c = trial.last_result or {}, trial.config
+        if members.is_population(c):
+            entries = members.decode(r.get(members.MEMBERS_COLUMN))
+            best = members.best_value(entries, "target_acc", "max", float("nan"))
+            print(f"[{min(done, len(trials))}/{len(trials)}] population {trial.trial_id} ({len(c[members.MEMBERS_KEY])} members): "
+                  f"epoch {r.get('epoch', 0)}, best target_acc {best:.4f} of the {len(entries)} member(s) that ran it{suffix}", flush=True)
+            return
         acc = f"target_acc {r['target_acc']:.4f}" if "target_acc" in r else "no result"
         flag = " DIVERGED" if r.get("diverged") else suffix
         print(f"[{min(done, len(trials))}/{len(trials)}] trial {trial.trial_id}: epoch {r.get('epoch', 0)}, {acc}  "

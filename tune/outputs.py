@@ -19,6 +19,7 @@ from ssot.results import trials as trial_model
 from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, experiment_texts, hyperparameters, now, read_experiment
 from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
+from tune import members
 from tune.mps import describe as describe_mps
 
 
@@ -50,16 +51,20 @@ def exit_status_of(outcome: SearchOutcome) -> int:
 
 
 def expected_trials(info: dict[str, Any]) -> int:
-    """Trials a complete search has: ``num_samples``, times the number of cells for a grid."""
+    """Ray trials a complete search has: ``num_samples``, times the number of cells for a grid;
+    with populations of ``population`` members, ``ceil(num_samples / population)``."""
     cells = math.prod(len(s["values"]) for s in info["space"].values() if s["type"] == "grid")
+    if info.get("population"):
+        return math.ceil(info["num_samples"] * cells / info["population"])
     return info["num_samples"] * cells
 
 
 def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.DataFrame:
-    """One row per (trial, epoch) of Ray's ``results``, with the trial's final status."""
+    """One row per (trial, epoch) of Ray's ``results``, with the trial's final status; a population
+    trial gives the rows of each of its members (:func:`tune.members.expand`)."""
     rows: list[dict[str, Any]] = []
     hyper = hyperparameters(info)
-    for result in results:
+    for result in members.expand(results, int(info["max_epochs"])):
         params = result.config or {}
         history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
         if len(history) and "epoch" in history:
@@ -89,6 +94,8 @@ def trial_status(records: list[dict[str, Any]], error: Any, max_epochs: int, fin
     first), its error (``None``: none), the experiment's last epoch and whether the search ended."""
     if records and int(records[-1].get("diverged", 0) or 0):
         return DIVERGED, str(records[-1].get("reason", ""))
+    if records and int(records[-1].get(members.EARLY_STOPPED_FLAG, 0) or 0):  # a population member, at a rung
+        return EARLY_STOPPED, ""
     if error is not None:
         text = str(error).strip()
         return ERRORED, text.splitlines()[-1][:300] if text else type(error).__name__

@@ -5,6 +5,8 @@
     python tune/search.py --task office31 --num-samples 50     # every task of a dataset
     python tune/search.py --task P2I --search grid             # the paper's 5x5 lambda grid
     python tune/search.py --task A2W --features a2w.pt         # screen on a feature cache
+    python tune/search.py --task A2W --features a2w.pt --population 64 --num-samples 200   # 64 configs per Ray trial
+    python tune/search.py --task P2H --features p2h.pt --population 16 --configs-from RESULTS/e2e/P2H   # replay a search's configs
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
@@ -52,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0, help="seed of the sampler and of every trial")
     t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
     t.add_argument("--features", metavar="PATH", help="screen on a feature cache (python -m ssot.features) instead of images")
+    t.add_argument("--population", type=int, metavar="P",
+                   help="with --features: train P configs at once as one Ray trial (stacked weights, ASHA's rungs inside; "
+                        "TPE proposes each population from every result so far)")
+    t.add_argument("--configs-from", metavar="EXPERIMENT",
+                   help="replay the configs of a finished search (its task folder, e.g. RESULTS/e2e/P2H): the screen trains "
+                        "exactly those (--num-samples and the space become that search's); analysis/proxy.py compares the two")
     t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
     t.add_argument("--metric", default="target_acc", choices=SEARCH_METRICS,
@@ -148,7 +156,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
                          keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage,
                          max_failures=args.max_failures, trial_resources=args.trial_resources,
-                         trackers=args.tracker, mps=not args.no_mps)
+                         trackers=args.tracker, mps=not args.no_mps, population=args.population,
+                         configs_from=args.configs_from)
 
 
 _STATES = {

@@ -48,7 +48,7 @@ def config_of(params: dict[str, Any]) -> SSOTConfig:
 def ssot_trainable(params: dict[str, Any]) -> None:
     """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
     config = config_of(params)
-    trainer = Trainer(config, _task_of(config))
+    trainer = Trainer(config, task_of(config))
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
@@ -59,26 +59,42 @@ def ssot_trainable(params: dict[str, Any]) -> None:
                                                trainer.device))
     else:
         try:
-            _pretrain(trainer, params.get("_pretrain_cache"))
+            pretrain_shared(trainer, params.get("_pretrain_cache"))
         except DivergedError as exc:  # diverged in source pretraining: no accuracy at all
-            tune.report({"epoch": 0, **{v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}, "diverged": 1, "reason": exc.reason})
+            tune.report(diverged_result(0, exc.reason, None))
             return
-    base = {"source_only_target_acc": _number(trainer.record["source_only_target_acc"]),
-            "source_outlier_share": trainer.record["source_outlier_share"]}
     while trainer.epoch < config.epochs:
         try:
             metrics = trainer.adapt_epoch()
         except DivergedError as exc:
-            worst = {v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}
-            tune.report({"epoch": trainer.epoch, **worst, "diverged": 1, "reason": exc.reason, **base})
+            tune.report(diverged_result(trainer.epoch, exc.reason, trainer.record))
             return
-        result = {k: _number(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": ""} | base
-        result["epoch"] = int(metrics["epoch"])
-        if trainer.epoch == config.epochs:  # the final predictions, for the post-hoc EnsV selector
-            result["target_pred"] = " ".join(map(str, trainer.record["target_pred"]))
+        result = epoch_result(metrics, trainer.record, final=trainer.epoch == config.epochs)
         with tempfile.TemporaryDirectory() as folder:
             torch.save(trainer.state_dict(), Path(folder) / STATE_FILE)
             tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+def epoch_result(metrics: dict[str, Any], record: dict[str, Any], *, final: bool) -> dict[str, Any]:
+    """What a trial reports for an epoch: the scalar metrics :data:`REPORTED` of ``metrics``, the
+    run's source-only values from its ``record``, and at the ``final`` epoch its target predictions
+    (for the post-hoc EnsV selector)."""
+    result = {k: _number(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": ""} | _source_only(record)
+    result["epoch"] = int(metrics["epoch"])
+    if final:
+        result["target_pred"] = " ".join(map(str, record["target_pred"]))
+    return result
+
+
+def diverged_result(epoch: int, reason: str, record: dict[str, Any] | None) -> dict[str, Any]:
+    """What a trial reports when it diverged at ``epoch`` (0: in pretraining, ``record`` None):
+    every selectable metric at its worst (finite) value, ``diverged = 1`` and the reason."""
+    worst = {v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}
+    return {"epoch": epoch, **worst, "diverged": 1, "reason": reason, **(_source_only(record) if record else {})}
+
+
+def _source_only(record: dict[str, Any]) -> dict[str, Any]:
+    return {"source_only_target_acc": _number(record["source_only_target_acc"]), "source_outlier_share": record["source_outlier_share"]}
 
 
 def _number(value: Any) -> float:
@@ -92,7 +108,7 @@ def _number(value: Any) -> float:
 _TASK_CACHE: dict[str, TaskData] = {}
 
 
-def _task_of(config: SSOTConfig) -> TaskData:
+def task_of(config: SSOTConfig) -> TaskData:
     """The task data of ``config``, built once per worker process (datasets are read-only, and
     building them draws no random number, so a trial's results do not change)."""
     key = task_key(config)
@@ -143,7 +159,7 @@ def trial_dirname(trial: Any) -> str:
     return f"trial_{trial.trial_id}"
 
 
-def _pretrain(trainer: Trainer, cache_dir: str | None) -> None:
+def pretrain_shared(trainer: Trainer, cache_dir: str | None) -> None:
     """Pretrain, or load the source-only model another trial already stored in ``cache_dir``
     (a local folder or a URI such as ``s3://bucket/exp/_pretrained``, through :mod:`ssot.results.storage`:
     on a cluster every node shares it)."""

@@ -36,6 +36,7 @@ from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
 from analysis.dashboard.paper_section import PaperSection, paper_section
+from analysis.dashboard.proxy import proxy_section
 from analysis.dashboard.regret import regret_html
 from analysis.dashboard.sections import view_figures
 from analysis.dashboard.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
@@ -188,12 +189,14 @@ def _build_section(
     )
     if not heatmaps:
         heatmaps.append('<p class="note">Fewer than two searched hyperparameters: no heatmap.</p>')
+    proxy, proxy_figures = proxy_section(experiment, key)
+    figures.update(proxy_figures)
     body = (
         f'<section class="experiment" data-key="{key}" hidden>{header}{best_lines}'
         f"{_config_block(experiment, key)}"
         f'<h3>Sensitivity heatmaps</h3><div class="grid">{"".join(heatmaps)}</div>'
         f'<h3>Trials</h3><div class="grid">{"".join(others)}</div>'
-        f"{regret_html(meta, experiment.trials)}</section>"
+        f"{regret_html(meta, experiment.trials)}{proxy}</section>"
     )
     return _Section(experiment, body, figures, static, made.views, made.default)
 

@@ -31,7 +31,6 @@ L. Li, K. Jamieson, A. Rostamizadeh, E. Gonina, J. Ben-tzur, M. Hardt, B. Recht,
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -126,10 +125,7 @@ def asha_rungs(meta: dict[str, Any]) -> tuple[int, ...] | None:
         grace, factor, max_t = int(meta["grace_period"]), int(meta["reduction_factor"]), int(meta["max_epochs"])
     except (KeyError, TypeError, ValueError):
         return None
-    if grace < 1 or factor < 2 or max_t <= grace:
-        return ()
-    count = int(math.log(max_t / grace) / math.log(factor) + 1)  # Ray's MAX_RUNGS, s = 0
-    return tuple(grace * factor**k for k in range(count))
+    return trial_model.asha_rungs(grace, factor, max_t)
 
 
 def rung_epochs(experiment: Experiment, table: pd.DataFrame) -> tuple[int, ...]:

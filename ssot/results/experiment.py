@@ -45,6 +45,9 @@ EXPERIMENT_STATUSES: tuple[str, ...] = (RUNNING, FINISHED, ERRORED)
 
 #: The kinds of space spec that ``tune/space.py`` writes into ``experiment.json``.
 SPACE_KINDS: tuple[str, ...] = ("loguniform", "choice", "grid", "fixed")
+#: ``experiment.json``'s key naming the experiment whose configs a search replayed
+#: (``tune/search.py --configs-from``): ``{"path", "name", "task", "search", "seed", "n_configs"}``.
+REFERENCE_KEY = "configs_from"
 
 
 def now() -> str:

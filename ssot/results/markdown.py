@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = ["markdown_table"]
+__all__ = ["markdown_table", "write_new_tables"]
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], align: str = "") -> str:
@@ -20,3 +22,15 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], alig
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(sep) + "|"]
     lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def write_new_tables(folder: Path, table: Any, csv_name: str, text: str, markdown_name: str) -> tuple[Path, Path]:
+    """Write a command's table as CSV (``table``, a DataFrame) and as Markdown (``text``) into
+    ``folder`` (created); an existing file is never overwritten (``FileExistsError``: the command
+    checked its outputs first). Returns the two paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / csv_name, "x", newline="") as fh:
+        table.to_csv(fh, index=False)
+    with open(folder / markdown_name, "x") as fh:
+        fh.write(text)
+    return folder / csv_name, folder / markdown_name

@@ -42,6 +42,19 @@ ID_COLUMNS: tuple[str, ...] = ("task", "trial_id", "search")
 REQUIRED_COLUMNS: tuple[str, ...] = ("trial_id", "epoch", "target_acc", "status")
 
 
+def asha_rungs(grace_period: int, reduction_factor: int, max_epochs: int) -> tuple[int, ...]:
+    """ASHA's rungs: the epochs ``grace_period * reduction_factor**k`` at which a trial is
+    compared with the others (Li et al. 2020; Ray's ``ASHAScheduler`` with ``max_t = max_epochs``,
+    ``MAX_RUNGS`` of its bracket ``s = 0``), in increasing order; the last may equal
+    ``max_epochs``. ``()`` when ``max_epochs <= grace_period`` (a search then runs no scheduler)
+    or the settings are not valid. A search's scheduler, the population trainer's rungs and the
+    analysis's rung views all use these epochs."""
+    if grace_period < 1 or reduction_factor < 2 or max_epochs <= grace_period:
+        return ()
+    count = int(math.log(max_epochs / grace_period) / math.log(reduction_factor) + 1)  # Ray's MAX_RUNGS, s = 0
+    return tuple(grace_period * reduction_factor**k for k in range(count))
+
+
 def trial_columns(params: list[str] | tuple[str, ...]) -> list[str]:
     """The columns of ``trials.csv`` for an experiment whose trials record ``params``."""
     return [*ID_COLUMNS, *params, "epoch", *METRIC_COLUMNS, PREDICTIONS_COLUMN, "status", "reason"]

@@ -12,6 +12,7 @@ from ssot.data.features import FeatureViews, load_feature_task, read_feature_cac
 from ssot.errors import DataError
 from ssot.features import main, weights_checksum
 from ssot.models import build_backbone
+from ssot.trainer import Trainer
 from tests.fixtures.images import make_office31
 
 SMALL = ["--no-pretrained", "--image-size", "32", "--resize-size", "36", "--device", "cpu", "--eval-batch-size", "16",
@@ -20,17 +21,26 @@ SMALL = ["--no-pretrained", "--image-size", "32", "--resize-size", "36", "--devi
 
 @pytest.fixture(scope="module")
 def a2w_cache(tmp_path_factory):
+    """A cache of the untrained (seeded) ResNet-50 of A2W, two augmented views."""
     tmp = tmp_path_factory.mktemp("features")
     root = make_office31(tmp / "data", per_class=1)
     out = tmp / "a2w.pt"
-    assert main(["--task", "A2W", "--data-root", str(root), *SMALL, "--views", "2", "--out", str(out)]) == 0
+    assert main(["--task", "A2W", "--data-root", str(root), *SMALL, "--views", "2", "--encoder", "untrained", "--out", str(out)]) == 0
     return root, out
+
+
+@pytest.fixture(scope="module")
+def digits_cache(tmp_path_factory):
+    """A cache of the source-pretrained digits CNN (the default encoder), one pretraining epoch."""
+    out = tmp_path_factory.mktemp("digits-features") / "digits.pt"
+    assert main(["--task", "digits", "--pretrain-epochs", "1", "--device", "cpu", "--quiet", "--out", str(out)]) == 0
+    return out
 
 
 def test_cache_holds_the_frozen_backbones_eval_features_and_its_provenance(a2w_cache):
     root, out = a2w_cache
     blob = read_feature_cache(out)
-    assert blob["format"] == 2 and blob["task"] == "A2W" and blob["backbone"] == "resnet50"
+    assert blob["format"] == 2 and blob["task"] == "A2W" and blob["backbone"] == "resnet50" and blob["encoder"] == "untrained"
     assert blob["transform"]["image_size"] == 32 and blob["transform"]["views"] == 2
     assert "CenterCrop" in blob["transform"]["eval"] and "RandomResizedCrop" in blob["transform"]["train"]
     assert blob["source"]["features"].shape == (31, 2048) and blob["target"]["features"].shape == (10, 2048)
@@ -51,9 +61,56 @@ def test_cache_holds_the_frozen_backbones_eval_features_and_its_provenance(a2w_c
     assert not torch.allclose(blob["source_views"][0], blob["source"]["features"])
 
 
+def test_default_cache_encodes_with_the_source_pretrained_backbone_of_the_search(digits_cache):
+    """The default encoder is the backbone after Trainer.pretrain of the same config and seed: the
+    source-only model every trial of a search shares."""
+    blob = read_feature_cache(digits_cache)
+    cfg = SSOTConfig.for_task("digits", pretrain_epochs=1, device="cpu")
+    trainer = Trainer(cfg)
+    trainer.pretrain()
+    assert blob["encoder"] == "pretrained" and blob["seed"] == 0 and blob["backbone"] == "digits_cnn"
+    assert blob["pretrain_key"] == {k: getattr(cfg, k) for k in Trainer.PRETRAIN_FIELDS}
+    assert blob["source_only_target_acc"] == trainer.record["source_only_target_acc"]
+    assert weights_checksum(trainer.f.backbone) == blob["weights_sha256"]
+    net = trainer.f.backbone.double().eval()
+    x = torch.stack([trainer.task.source_eval[i][0] for i in range(16)]).double()
+    with torch.no_grad():
+        ref = net(x).float()
+    torch.testing.assert_close(blob["source"]["features"][:16], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_encoder_stages_of_older_caches_are_inferred():
+    from ssot.data.features import encoder_stage
+
+    assert encoder_stage({"backbone": "digits_cnn", "pretrained": True}) == "untrained"  # the digits CNN was never pretrained
+    assert encoder_stage({"backbone": "resnet50", "pretrained": True}) == "imagenet"
+    assert encoder_stage({"backbone": "resnet50", "pretrained": False}) == "untrained"
+    assert encoder_stage({"task": "digits"}) == "unknown"  # format 1 or user-made features: accepted
+    assert encoder_stage({"backbone": "digits_cnn", "encoder": "pretrained"}) == "pretrained"
+
+
+def test_training_and_search_on_an_untrained_cache_are_refused_and_the_printed_command_works(a2w_cache, digits_cache, tmp_path,
+                                                                                            capsys):
+    from ssot.train import main as train_main
+    from tune.search import main as search_main
+
+    _, untrained = a2w_cache
+    quick = ["--epochs", "1", "--pretrain-epochs", "1", "--iters-per-epoch", "2", "--batch-size", "8", "--device", "cpu", "--quiet"]
+    capsys.readouterr()
+    assert train_main(["--task", "A2W", "--features", str(untrained), *quick]) == 2
+    assert search_main(["--task", "A2W", "--features", str(untrained), "--storage-path", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all("encoded by an untrained resnet50" in e and "python -m ssot.features --task A2W" in e for e in err)
+    assert not (tmp_path / "runs").exists()
+    # what `python -m ssot.features` prints is true: --features alone trains on the cache
+    assert train_main(["--task", "digits", "--features", str(digits_cache), *quick, "--out", str(tmp_path / "run.json")]) == 0
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["config"]["backbone"] == "features" and record["status"] == "completed"
+
+
 def test_training_set_draws_views_and_evaluation_uses_eval_features(a2w_cache):
     _, out = a2w_cache
-    task = load_feature_task(out, "A2W", backbone="resnet50")
+    task = load_feature_task(out, "A2W", backbone="resnet50", untrained_ok=True)
     assert isinstance(task.source, FeatureViews) and task.input_shape == (2048,)
     views = read_feature_cache(out)["source_views"]
     torch.manual_seed(0)
@@ -84,7 +141,10 @@ def test_search_and_final_runs_on_the_cache(a2w_cache, tmp_path):
     from tune.final import main as final_main
     from tune.search import main as search_main
 
-    _, out = a2w_cache
+    root, _ = a2w_cache
+    out = tmp_path / "a2w-pretrained.pt"  # the default encoder: the source-pretrained ResNet-50 (one epoch here)
+    assert main(["--task", "A2W", "--data-root", str(root), *SMALL, "--pretrain-epochs", "1", "--batch-size", "16",
+                 "--out", str(out)]) == 0
     quick = ["--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2", "--set", "batch_size=8", "--set", "eval_batch_size=64"]
     code = search_main(["--task", "A2W", "--features", str(out), "--num-samples", "2", "--epochs", "1", "--num-cpus", "2",
                         "--storage-path", str(tmp_path / "runs"), "--verbose", "0", *quick])

@@ -163,3 +163,26 @@ def test_entropy_closed_forms():
 def test_negative_eps_is_refused():
     with pytest.raises(ValueError, match="'eps' parameter must be a float in \\[0, inf\\)"):
         ot.c_transform(torch.zeros(2, 2), torch.zeros(2), -1.0)
+
+
+def test_a_stack_of_problems_gives_each_member_its_own_result():
+    """The population's batched calls (ssot/population.py): member p of a stack gets exactly
+    the result of the call on its slice, with its own eps."""
+    gen = torch.Generator().manual_seed(0)
+    P, bs, bt, d, K = 3, 5, 4, 6, 7
+    fs, ft = torch.randn(P, bs, d, generator=gen), torch.randn(P, bt, d, generator=gen)
+    ps, pt = torch.softmax(torch.randn(P, bs, K, generator=gen), -1), torch.softmax(torch.randn(P, bt, K, generator=gen), -1)
+    g, m = torch.randn(P, bt, generator=gen), torch.rand(P, K, generator=gen) + 0.1
+    ys, p_s = torch.tensor([0, 3, 3, 6, 1]), torch.softmax(torch.randn(K, generator=gen), -1)
+    eps = torch.tensor([0.05, 1.0, 7.0])
+    cost = ot.cost_matrix(fs, ft)
+    mask = ot.soft_mask(ps, pt)
+    w = ot.source_weights(m, ys)
+    stacked = (cost, mask, w, ot.semi_dual(cost * mask, g, w, eps), ot.class_weights(m, p_s), ot.entropy(ps))
+    for p in range(P):
+        one = (ot.cost_matrix(fs[p], ft[p]), ot.soft_mask(ps[p], pt[p]), ot.source_weights(m[p], ys),
+               ot.semi_dual(cost[p] * mask[p], g[p], w[p], float(eps[p])), ot.class_weights(m[p], p_s), ot.entropy(ps[p]))
+        for batched, single in zip(stacked, one):
+            torch.testing.assert_close(batched[p], single, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="stack of problems must hold floats in \\(0, inf\\)"):
+        ot.c_transform(cost, g, torch.tensor([1.0, 0.0, 1.0]))

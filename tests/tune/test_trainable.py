@@ -16,15 +16,15 @@ trainable = pytest.importorskip("tune.trainable")
 def test_task_data_is_reused_only_for_the_same_data_fields():
     a = SSOTConfig.for_task("digits", lambda_ot=0.1, seed=1)
     b = a.replace(lambda_ot=5.0, seed=2)  # another trial of the same search
-    task = trainable._task_of(a)
-    assert trainable._task_of(b) is task
-    other = trainable._task_of(a.replace(features_path=None, image_size=200))  # a data field differs
+    task = trainable.task_of(a)
+    assert trainable.task_of(b) is task
+    other = trainable.task_of(a.replace(features_path=None, image_size=200))  # a data field differs
     assert other is not task
 
 
 def test_a_trial_on_reused_task_data_starts_exactly_like_a_fresh_one():
     cfg = SSOTConfig.for_task("digits", seed=3)
-    task = trainable._task_of(cfg)
+    task = trainable.task_of(cfg)
     fresh = Trainer(cfg)
     rng_fresh = torch.get_rng_state()
     reused = Trainer(cfg, task)

@@ -1,0 +1,151 @@
+"""`tune/population.py`: searches by populations (the searcher, and a real search killed and resumed)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+optuna = pytest.importorskip("optuna")
+pytest.importorskip("ray")
+
+from ssot.config import SSOTConfig  # noqa: E402
+from tests.fixtures import REPO  # noqa: E402
+from tune import members  # noqa: E402
+from tune.population import PopulationSearcher  # noqa: E402
+from tune.space import default_space, optuna_space  # noqa: E402
+
+FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
+
+
+class CountingSampler(optuna.samplers.RandomSampler):
+    """A random sampler that records how many trials had ended when each trial was asked."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.seen: list[int] = []
+
+    def before_trial(self, study, trial) -> None:
+        self.seen.append(len(study.get_trials(deepcopy=False, states=FINISHED)))
+
+
+def entry(member: str, epoch: int, acc: float, **extra) -> dict:
+    return {"trial_id": member, "epoch": epoch, "target_acc": acc, "diverged": 0, "early_stopped": 0, **extra}
+
+
+def test_each_population_is_asked_after_every_result_so_far_and_every_member_is_told(tmp_path):
+    default = {"lambda_ot": 1.0, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 256}
+    sampler = CountingSampler()
+    searcher = PopulationSearcher(optuna_space(default_space()), "target_acc", "max", sampler, population=3, total=7,
+                                  enqueued=[default])
+    first = searcher.suggest("r1")[members.MEMBERS_KEY]
+    ids = [m["trial_id"] for m in first]
+    assert ids == ["p00-m00-r1", "p00-m01-r1", "p00-m02-r1"] and first[0]["params"] == default
+    searcher.on_trial_result("r1", {members.MEMBERS_COLUMN: members.encode(
+        [entry(ids[0], 1, 0.6), entry(ids[1], 1, 0.4, early_stopped=1), entry(ids[2], 1, 0.5)])})
+    searcher.on_trial_result("r1", {members.MEMBERS_COLUMN: members.encode(
+        [entry(ids[0], 2, 0.8, target_pred="0 1"), entry(ids[2], 2, 0.0, diverged=1, reason="non-finite")])})
+    searcher.on_trial_complete("r1", None)
+    trials = searcher.study.trials
+    assert [t.state for t in trials] == [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
+                                         optuna.trial.TrialState.COMPLETE]
+    assert trials[0].value == 0.8 and trials[0].intermediate_values == {1: 0.6, 2: 0.8}
+    assert trials[1].intermediate_values == {1: 0.4}  # PRUNED at its rung, with the values it reached
+    assert trials[2].value == 0.0  # diverged: the metric's worst value
+    second = searcher.suggest("r2")[members.MEMBERS_KEY]
+    assert len(second) == 3 and sampler.seen[-3:] == [3, 3, 3]  # proposed from every result told so far
+    path = tmp_path / "searcher.pkl"
+    searcher.save(str(path))
+    restored = PopulationSearcher(optuna_space(default_space()), "target_acc", "max", CountingSampler(), population=3, total=7)
+    restored.restore(str(path))
+    third = restored.suggest("r3")[members.MEMBERS_KEY]
+    assert [m["trial_id"] for m in third] == ["p02-m00-r3"]  # 7 = 3 + 3 + 1
+    assert restored.suggest("r4") == PopulationSearcher.FINISHED
+    restored.on_trial_complete("r2", None, error=True)  # a population that errored: its members FAIL
+    assert [t.state for t in restored.study.trials[3:6]] == [optuna.trial.TrialState.FAIL] * 3
+
+
+@pytest.fixture(scope="module")
+def digits_cache(tmp_path_factory):
+    from ssot.features import build_feature_cache
+
+    out = tmp_path_factory.mktemp("population-search") / "digits.pt"
+    build_feature_cache(SSOTConfig.for_task("digits", pretrain_epochs=1, device="cpu", num_threads=1), out, progress=False)
+    return out
+
+
+@pytest.mark.slow
+def test_a_population_search_killed_and_resumed_loses_no_epoch_and_keeps_the_contract(digits_cache, tmp_path):
+    """A population search that replays a reference's 5 configs (populations of 3 and 2) is killed
+    with SIGKILL after its first checkpoint, then resumed: each member's epochs are recorded once
+    and equal a population trained in one go; every member's result is in the Optuna study; every
+    consumer of the results reads the search (the contract)."""
+    from ssot.population import Population
+    from ssot.results.trials import asha_rungs
+    from tests.fixtures.contract import check_consumers
+    from tests.fixtures.experiments import trial_rows, write_experiment
+    from tune.outputs import trial_config
+
+    reference = tmp_path / "e2e" / "ref" / "digits"
+    lambdas = [0.003, 0.05, 0.4, 2.0, 8.0]
+    rows = [row for i, lam in enumerate(lambdas) for row in trial_rows("digits", "random", f"t{i}", {
+        "lambda_ot": lam, "lambda_ent": 0.1 * (i + 1), "eps": 0.3 * (i + 1), "potential_width": [64, 128, 256, 512, 1024][i]},
+        [0.5, 0.6], "completed")]
+    write_experiment(reference, rows, task="digits", search="random", space=default_space(), max_epochs=2)
+    args = ["--task", "digits", "--features", str(digits_cache), "--population", "3", "--configs-from", str(reference),
+            "--epochs", "4", "--grace-period", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=20",
+            "--set", "bottleneck_dims=[64]", "--set", "source_eval_samples=200", "--max-concurrent", "1", "--num-cpus", "2",
+            "--storage-path", str(tmp_path / "runs"), "--name", "screen", "--verbose", "0",
+            "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+    command = [sys.executable, str(REPO / "tune" / "search.py"), *args]
+    env = {**os.environ, "TUNE_GLOBAL_CHECKPOINT_S": "0"}  # Ray saves the experiment state at every result
+    exp = tmp_path / "runs" / "screen" / "digits"
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    deadline, checkpoints = time.monotonic() + 300, []
+    while time.monotonic() < deadline and not checkpoints:
+        checkpoints = list(exp.glob("trial_*/checkpoint_*"))
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver and everything it started, at once, in the middle of a population
+    proc.communicate(timeout=60)
+    interrupted = checkpoints[0].parent
+    assert json.loads((exp / "experiment.json").read_text())["status"] == "running"
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+
+    info = json.loads((exp / "experiment.json").read_text())
+    assert info["population"] == 3 and info["configs_from"]["path"] == str(reference) and info["configs_from"]["n_configs"] == 5
+    assert info["features"]["encoder"] == "pretrained"
+    frame = pd.read_csv(exp / "trials.csv", dtype={"trial_id": str})
+    assert frame["trial_id"].nunique() == 5
+    assert len(list(exp.glob("trial_*"))) == 2  # restored, not started again: the same two populations
+    assert interrupted.name.removeprefix("trial_") in {t.rsplit("-", 1)[1] for t in frame["trial_id"]}
+    reported = [json.loads(line)["epoch"] for line in (interrupted / "result.json").read_text().splitlines()]
+    assert reported.count(1) == 1 and max(reported) == 4  # continued from its checkpoint, not from the start
+    for _, trial in frame.groupby("trial_id"):  # every epoch once, none lost
+        assert list(trial["epoch"]) == list(range(1, len(trial) + 1))
+    last = frame.sort_values("epoch").groupby("trial_id").tail(1).sort_values("trial_id")
+    assert sorted(last["lambda_ot"]) == pytest.approx(lambdas)  # exactly the reference's configs
+    assert set(last["status"]) == {"completed", "early-stopped"} and (last["status"] == "completed").sum() == 2  # 1 + 1
+
+    # the killed and resumed search equals each population trained in one go
+    for prefix, group in last.groupby(last["trial_id"].str[:3]):
+        configs = [trial_config(row, info) for _, row in group.iterrows()]
+        records = Population(configs, rungs=asha_rungs(1, 3, 4), reduction_factor=3).fit()
+        for trial_id, record in zip(group["trial_id"], records):
+            mine = frame[frame["trial_id"] == trial_id]
+            assert list(mine["target_acc"]) == [e["target_acc"] for e in record["epochs"]]
+            assert list(mine["loss_total"]) == pytest.approx([e["loss_total"] for e in record["epochs"]], rel=1e-5)
+
+    # every member's result was told to the Optuna study (completed COMPLETE, early-stopped PRUNED)
+    study = optuna.load_study(study_name="screen/digits", storage=f"sqlite:///{tmp_path}/optuna.db")
+    states = sorted(t.state.name for t in study.trials)
+    assert states == ["COMPLETE", "COMPLETE", "PRUNED", "PRUNED", "PRUNED"]
+    done = sorted(t.value for t in study.trials if t.state.name == "COMPLETE")
+    assert done == pytest.approx(sorted(last.loc[last["status"] == "completed", "target_acc"]))
+
+    check_consumers(tmp_path / "runs", exp, tmp_path)
