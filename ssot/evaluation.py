@@ -1,8 +1,9 @@
 """The per-epoch evaluation pass: accuracies and label-free validators in one batched pass.
 
 The target set is read once (features, probabilities, labels) plus one extra forward per batch on
-MixVal's mixed inputs ``lam x_i + (1 - lam) x_{flip(i)}`` (the batch paired with its reverse, as
-in the authors' code); the held-out source subset is read once (features, probabilities,
+MixVal's mixed inputs ``lam x_i + (1 - lam) x_{partner(i)}``, with the partners a seeded random
+cycle over the whole target set (:func:`ssot.validators.mixval_partners`: the same pairs for every
+batch size and every run); the held-out source subset is read once (features, probabilities,
 per-sample cross-entropy for DEV). No gradients. Every validator of
 :data:`ssot.validators.EPOCH_VALIDATORS` is then a cheap function of these tensors.
 
@@ -11,6 +12,7 @@ accuracy is then ``None`` and only the validators are reported.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from ssot.trainer import Trainer
 
 MIX_LAMBDA = 0.55  # MixVal's fixed mixing ratio (Hu et al. 2023)
+MIX_SEED = 0  # MixVal's pairs: the same for every run, so candidates are probed with the same pairs
 
 
 @dataclass
@@ -38,25 +41,42 @@ class Pass:
 
 
 @torch.no_grad()
-def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False) -> Pass:
-    """Features, probabilities and labels of ``ds``; with ``mix``, MixVal's counts as well."""
+def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False, mix_seed: int = MIX_SEED) -> Pass:
+    """Features, probabilities and labels of ``ds``; with ``mix``, MixVal's counts as well.
+
+    MixVal's partner inputs are read by a second loader over the same dataset in partner order
+    (:func:`ssot.validators.mixval_partners` of ``len(ds)`` and ``mix_seed``), zipped with the
+    first: every pair is formed across batch boundaries, so the score does not depend on
+    ``eval_batch_size``. The pseudo-labels of both members come from this same pass.
+    """
     was_training = trainer.f.training
     trainer.f.eval(); trainer.eta.eval()
-    feats, probs, labels = [], [], []
-    counts = [0.0, 0, 0.0, 0]
-    for x, y in trainer._loader(ds, train=False):
+    feats, probs, labels, mixed = [], [], [], []
+    partner = V.mixval_partners(len(ds), mix_seed) if mix else None
+    partners = trainer._loader(Subset(ds, partner.tolist()), train=False) if partner is not None else None
+    for x, y, *rest in _zip_batches(trainer._loader(ds, train=False), partners):
         x = x.to(trainer.device, non_blocking=True)
         f, logits = trainer._forward(x)
-        p = torch.softmax(logits, dim=1)
-        feats.append(f); probs.append(p); labels.append(y.to(trainer.device))
-        if mix and x.shape[0] > 1:
-            flip = torch.arange(x.shape[0] - 1, -1, -1, device=x.device)
-            _, mixed = trainer._forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * x[flip])
-            pseudo = p.argmax(1)
-            for i, v in enumerate(V.mixval_scores(torch.softmax(mixed, 1), pseudo, pseudo[flip])):
-                counts[i] += v
+        feats.append(f); probs.append(torch.softmax(logits, dim=1)); labels.append(y.to(trainer.device))
+        if rest:
+            x_b = rest[0].to(trainer.device, non_blocking=True)
+            _, logits_mixed = trainer._forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * x_b)
+            mixed.append(torch.softmax(logits_mixed, dim=1))
     trainer.f.train(was_training); trainer.eta.train(was_training)
-    return Pass(torch.cat(feats), torch.cat(probs), torch.cat(labels).long(), tuple(counts))  # type: ignore[arg-type]
+    out = Pass(torch.cat(feats), torch.cat(probs), torch.cat(labels).long())
+    if partner is not None and len(ds) > 1:
+        pseudo = out.probs.argmax(1)
+        out.mix = V.mixval_scores(torch.cat(mixed), pseudo, pseudo[partner.to(pseudo.device)])
+    return out
+
+
+def _zip_batches(loader: Iterable, partners: Iterable | None) -> Iterator[tuple]:
+    """``(x, y)`` batches of ``loader``, each followed by the partner batch's inputs when given."""
+    if partners is None:
+        yield from loader
+        return
+    for (x, y), (x_b, _) in zip(loader, partners, strict=True):
+        yield x, y, x_b
 
 
 def split_source(task: TaskData, fraction: float, seed: int) -> tuple[Dataset, Dataset]:
