@@ -1,0 +1,241 @@
+"""Racing confirmation: new seeds go only to the candidates still in contention (one owner of the rule).
+
+Fixed confirmation (:mod:`tune.confirmation`) runs every candidate on every seed. When the seed
+spread is several times the gaps between candidates, three seeds cannot separate them, and most of
+the runs go to candidates that are clearly beaten after two. Racing (F-race, Birattari et al.
+2002; irace, Lopez-Ibanez et al. 2016) spends the same budget adaptively: every candidate runs the
+first seeds, then rounds add one seed to every survivor and drop the candidates that are
+significantly worse than the leader. This module is the rule, pure logic over a value table; the
+command ``python tune/confirm.py --race`` runs it with real runs (:mod:`tune.confirm`).
+
+The rule
+--------
+Candidates are ordered by their rank in the search; values are signed so that higher is better
+(a ``min`` metric is negated). All candidates take the seeds in the same order, so any two share
+their first seeds and differences are *paired* (same seed, same data order and initial weights).
+
+1. Every candidate runs the first ``first_test`` seeds (default 2), even a lone one.
+2. Test: the *leader* is the survivor with the best mean (ties to the search rank). For every other
+   survivor ``c``, with :math:`d_i = v_{leader,i} - v_{c,i}` over their common seeds
+   (:math:`n \\ge 2`), the one-sided paired t-test of :math:`H_0: \\mathrm E[d] \\le 0`,
+
+   .. math:: t = \\frac{\\bar d}{s_d / \\sqrt n}, \\qquad p = P(T_{n-1} \\ge t),
+
+   eliminates ``c`` when :math:`p < 1 - \\text{confidence}` (default confidence 0.95). A zero
+   spread of the differences gives :math:`p = 0` when :math:`\\bar d > 0` and :math:`p = 1`
+   otherwise (a tie is never eliminated).
+3. Stop when one survivor remains (the leader is separated from every other candidate at the
+   stated confidence, each test on its own: no correction for multiple or sequential tests, as in
+   F-race's post-hoc tests), or when the next round (one more seed for every survivor) would
+   exceed the run ``budget`` or the seed list. Otherwise run the round and go to 2.
+
+The pick is the final leader. :func:`probability_best` says how sure it is: the share of
+bootstrap resamples of the seeds (paired: one draw of seed positions for all candidates, each
+candidate using the drawn positions it ran) in which the pick's mean beats every other
+candidate's on the same seeds (ties count as not beating).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["RaceRule", "Elimination", "RaceResult", "paired_p_value", "leader", "eliminations", "race",
+           "probability_best", "fixed_pick"]
+
+#: ``(candidate, seed) -> value`` for a batch of runs (a race round).
+Evaluate = Callable[[Sequence[tuple[str, int]]], Mapping[tuple[str, int], float]]
+
+
+@dataclass(frozen=True)
+class RaceRule:
+    """The stop rule's settings.
+
+    Attributes
+    ----------
+    confidence : the one-sided paired t-test eliminates at p < 1 - confidence.
+    first_test : seeds every candidate runs before the first test (>= 2: a paired t-test needs two).
+    budget : most runs in all (candidates x seeds); ``None`` is every candidate on every seed.
+    """
+
+    confidence: float = 0.95
+    first_test: int = 2
+    budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.confidence < 1:
+            raise ValueError(f"The 'confidence' parameter must be a float in [0.5, 1). Got {self.confidence!r} instead.")
+        if self.first_test < 2:
+            raise ValueError(f"The 'first_test' parameter must be an int in [2, inf). Got {self.first_test!r} instead.")
+
+
+@dataclass(frozen=True)
+class Elimination:
+    """A candidate dropped from the race: after how many seeds, against which leader, how surely."""
+
+    candidate: str
+    after_seeds: int
+    leader: str
+    p_value: float
+    gap: float  # mean paired difference leader - candidate (signed: > 0 is the leader better)
+
+
+@dataclass
+class RaceResult:
+    """What a race ran and picked.
+
+    ``values[c]`` are candidate ``c``'s values (as measured, not signed) on ``seeds[:len(values[c])]``.
+    ``stop`` is ``"separated"`` (one survivor), ``"budget"`` or ``"seeds"``.
+    """
+
+    values: dict[str, list[float]]
+    seeds: list[int]
+    mode: str
+    pick: str
+    survivors: list[str]
+    eliminated: list[Elimination] = field(default_factory=list)
+    stop: str = "separated"
+    runs: int = 0
+    p_best: float = math.nan
+
+
+def _signed(values: Sequence[float], mode: str) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    return v if mode == "max" else -v
+
+
+def paired_p_value(leader_values: Sequence[float], other_values: Sequence[float], mode: str = "max") -> tuple[float, float]:
+    """``(p, gap)``: the one-sided paired t-test that the leader is better (module docstring) over
+    the seeds both ran (their common prefix), and the mean signed difference."""
+    n = min(len(leader_values), len(other_values))
+    d = _signed(leader_values[:n], mode) - _signed(other_values[:n], mode)
+    if n == 0:
+        return 1.0, math.nan
+    gap = float(d.mean())
+    if n < 2:
+        return 1.0, gap
+    sd = float(d.std(ddof=1))
+    if sd == 0.0 or not math.isfinite(sd):
+        return (0.0 if gap > 0 else 1.0), gap
+    t = gap / (sd / math.sqrt(n))
+    return float(stats.t.sf(t, df=n - 1)), gap
+
+
+def leader(values: Mapping[str, Sequence[float]], alive: Sequence[str], mode: str = "max") -> str:
+    """The survivor with the best mean; ties to the first in ``alive`` (the search's rank)."""
+    means = [float(_signed(values[c], mode).mean()) for c in alive]
+    return alive[int(np.argmax(means))]  # argmax: the first of equal maxima
+
+
+def eliminations(values: Mapping[str, Sequence[float]], alive: Sequence[str], mode: str = "max",
+                 confidence: float = 0.95) -> list[Elimination]:
+    """The survivors the leader beats at ``confidence`` (module docstring, step 2)."""
+    best = leader(values, alive, mode)
+    out = []
+    for c in alive:
+        if c == best:
+            continue
+        p, gap = paired_p_value(values[best], values[c], mode)
+        if p < 1 - confidence:
+            out.append(Elimination(c, min(len(values[best]), len(values[c])), best, p, gap))
+    return out
+
+
+def race(evaluate: Evaluate, candidates: Sequence[str], seeds: Sequence[int], mode: str = "max",
+         rule: RaceRule = RaceRule()) -> RaceResult:
+    """Run the race (module docstring) with ``evaluate`` measuring each round's runs.
+
+    Parameters
+    ----------
+    evaluate : callable
+        Called once per round with the ``(candidate, seed)`` pairs to run; returns their values.
+    candidates : names, best search rank first.
+    seeds : the seeds, in the order every candidate takes them.
+    mode : ``"max"`` or ``"min"``: the metric's direction.
+    rule : :class:`RaceRule`.
+
+    Raises
+    ------
+    ValueError
+        If there is no candidate, fewer seeds than ``rule.first_test``, or a budget smaller than
+        the first round (every candidate on the first ``first_test`` seeds).
+    """
+    alive, seeds = list(candidates), list(seeds)
+    if not alive:
+        raise ValueError("race: no candidate")
+    if len(seeds) < rule.first_test:
+        raise ValueError(f"race: {len(seeds)} seed(s) given, the first test needs {rule.first_test}")
+    budget = len(alive) * len(seeds) if rule.budget is None else rule.budget
+    if budget < len(alive) * rule.first_test:
+        raise ValueError(f"race: a budget of {budget} runs does not cover the first round "
+                         f"({len(alive)} candidates x {rule.first_test} seeds = {len(alive) * rule.first_test})")
+    values: dict[str, list[float]] = {c: [] for c in alive}
+    result = RaceResult(values=values, seeds=seeds, mode=mode, pick=alive[0], survivors=alive)
+    n = 0
+    while True:
+        step = rule.first_test if n == 0 else 1
+        if n and len(alive) == 1:
+            result.stop = "separated"
+            break
+        if n + step > len(seeds):
+            result.stop = "seeds"
+            break
+        if result.runs + step * len(alive) > budget:
+            result.stop = "budget"
+            break
+        batch = [(c, s) for c in alive for s in seeds[n:n + step]]
+        got = evaluate(batch)
+        for c, s in batch:
+            values[c].append(float(got[c, s]))
+        result.runs += len(batch)
+        n += step
+        dropped = eliminations(values, alive, mode, rule.confidence)
+        result.eliminated += dropped
+        gone = {e.candidate for e in dropped}
+        alive = [c for c in alive if c not in gone]
+    result.survivors = alive
+    result.pick = leader(values, alive, mode)
+    result.p_best = probability_best(values, result.pick, mode)
+    return result
+
+
+def fixed_pick(values: Mapping[str, Sequence[float]], mode: str = "max") -> str:
+    """Fixed confirmation's pick: the best mean over each candidate's seeds, ties to the first
+    candidate (the search's rank): :mod:`tune.confirmation`'s rule on a value table."""
+    return leader(values, list(values), mode)
+
+
+def probability_best(values: Mapping[str, Sequence[float]], pick: str, mode: str = "max", *, n_boot: int = 4000,
+                     seed: int = 0) -> float:
+    """The share of paired bootstrap resamples of the seeds in which ``pick`` beats every other
+    candidate (module docstring).
+
+    Every candidate's values are on a prefix of the pick's seeds (a race gives the most seeds to
+    its pick; fixed confirmation gives every candidate the same seeds). A resample draws
+    ``len(values[pick])`` seed positions with replacement; each other candidate is compared with
+    the pick on the drawn positions it ran (on all its seeds, unresampled, in the rare draw that
+    holds none of them). 1.0 when the pick is the only candidate.
+    """
+    mine = _signed(values[pick], mode)
+    n = len(mine)
+    if n == 0:
+        return math.nan
+    others = [c for c in values if c != pick]
+    if any(len(values[c]) > n for c in others):
+        raise ValueError("probability_best: a candidate ran more seeds than the pick")
+    draws = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    wins = np.ones(n_boot, dtype=bool)
+    for c in others:
+        m = len(values[c])
+        if m == 0:
+            continue
+        d = mine[:m] - _signed(values[c], mode)
+        held = draws < m
+        count = held.sum(1)
+        total = np.where(held, d[np.minimum(draws, m - 1)], 0.0).sum(1)
+        mean = np.where(count > 0, total / np.maximum(count, 1), d.mean())
+        wins &= mean > 0
+    return float(wins.mean())
