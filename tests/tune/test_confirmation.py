@@ -28,3 +28,26 @@ def test_the_pick_is_the_best_mean_with_ties_to_the_search_rank():
     low = [cand(1, "min"), cand(2, "min")]
     records = {("digits #1 trial t1", 0): rec(0.3, "entropy"), ("digits #2 trial t2", 0): rec(0.2, "entropy")}
     assert confirmation.confirmation_table(low, records, [0])["confirmed"].tolist() == [False, True]
+
+
+def test_a_raced_table_takes_the_race_pick_and_each_candidates_own_seeds():
+    """An eliminated candidate can end with a higher mean over its few seeds than the leader over
+    all of its seeds; the race's pick (the last leader) is still the confirmed one."""
+    from tune import racing
+
+    cands = [confirmation.Candidate(task="P2H", experiment=Path("e"), metric="target_acc", mode="max", search_rank=r,
+                                    trial_id=f"t{r}", params={"lambda_ot": 1.0}, search_value=0.6,
+                                    config=SSOTConfig.for_task("digits")) for r in (1, 2)]
+    values = {cands[0].label: [0.70, 0.72, 0.40, 0.40], cands[1].label: [0.60, 0.61]}
+    race = racing.RaceResult(values=values, seeds=[5, 6, 7, 8], mode="max", pick=cands[0].label, survivors=[cands[0].label],
+                             eliminated=[racing.Elimination(cands[1].label, 2, cands[0].label, 0.01, 0.105)], stop="separated", runs=6)
+    records = {(c.label, s): {"status": "completed", "epochs": [{"target_acc": v}]}
+               for c in cands for s, v in zip([5, 6, 7, 8], values[c.label])}
+    table = confirmation.confirmation_table(cands, records, [5, 6, 7, 8], {"e": race})
+    assert table["seeds"].tolist() == ["5 6 7 8", "5 6"]
+    assert table["mean"].tolist() == pytest.approx([0.555, 0.605])
+    assert table["confirmed"].tolist() == [True, False]  # not the higher mean: the race's pick
+    assert table["race"].tolist() == ["picked (the others eliminated, 4 seeds)", "eliminated after 2 seeds (p = 0.01 vs t1)"]
+    # P(best) on the paired seeds: the pick beats t2 on every resample of its two seeds
+    assert table["p_best"].tolist() == [1.0, 1.0]
+    assert "eliminated after 2 seeds" in confirmation.to_markdown(table)
