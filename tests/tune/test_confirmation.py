@@ -48,6 +48,9 @@ def test_a_raced_table_takes_the_race_pick_and_each_candidates_own_seeds():
     assert table["mean"].tolist() == pytest.approx([0.555, 0.605])
     assert table["confirmed"].tolist() == [True, False]  # not the higher mean: the race's pick
     assert table["race"].tolist() == ["picked (the others eliminated, 4 seeds)", "eliminated after 2 seeds (p = 0.01 vs t1)"]
-    # P(best) on the paired seeds: the pick beats t2 on every resample of its two seeds
-    assert table["p_best"].tolist() == [1.0, 1.0]
+    # P(best): one minus the paired t-test p-value of t1 over t2 on their two common seeds
+    from scipy import stats
+
+    expected = 1 - stats.ttest_rel([0.70, 0.72], [0.60, 0.61], alternative="greater").pvalue
+    assert table["p_best"].tolist() == pytest.approx([expected, expected])
     assert "eliminated after 2 seeds" in confirmation.to_markdown(table)
