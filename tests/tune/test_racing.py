@@ -121,3 +121,18 @@ def test_fixed_pick_and_user_errors():
         racing.RaceRule(confidence=1.0)
     one = racing.race(_lookup({"a": [0.5, 0.6, 0.7]}, []), ["a"], [0, 1, 2])
     assert one.pick == "a" and one.runs == 2 and one.stop == "separated" and one.p_best == 1.0
+
+
+def test_replay_scores_both_procedures_against_the_truth():
+    means = [0.70, 0.60, 0.58, 0.55, 0.50]
+    pool = _table(means, n_seeds=12, noise_sd=0.005)
+    truth = {f"c{i}": m for i, m in enumerate(means)}
+    fixed, raced = racing.replay(pool, truth, replays=50)
+    assert (fixed.procedure, raced.procedure) == ("fixed", "race")
+    assert fixed.correct == raced.correct == 1.0 and fixed.regret == raced.regret == 0.0
+    assert fixed.runs == 15 and raced.runs <= 15 and 0 < raced.p_best <= 1
+    # the truth decides what "best" means, not the pool: a truth that prefers c1 makes every pick wrong by 10 points
+    wrong = racing.replay(pool, {**truth, "c1": 0.80}, replays=10)[0]
+    assert wrong.correct == 0.0 and wrong.regret == pytest.approx(0.10)
+    with pytest.raises(ValueError, match="same number of pool values"):
+        racing.replay({"a": [0.1, 0.2, 0.3], "b": [0.1, 0.2]}, {"a": 0.1, "b": 0.2})
