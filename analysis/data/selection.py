@@ -250,6 +250,30 @@ def to_markdown(summ: pd.DataFrame) -> str:
                            "Spearman", "Kendall"], rows, "llllrrrr")
 
 
+def task_tables(summ: pd.DataFrame) -> str:
+    """One Markdown table per task, one row per selector: hyperparameter selection (median and
+    worst regret over the experiments, mean Spearman and Kendall) beside epoch selection (median
+    and worst regret), sorted by the hyperparameter median, then its worst."""
+    parts = []
+    for task, rows in summ.groupby("task", sort=False):
+        hp = rows[rows["selection"] == "hyperparameter"].set_index("validator")
+        ep = rows[rows["selection"] == "epoch"].set_index("validator")
+        order = list(hp.sort_values(["regret_median", "regret_worst"], kind="stable").index)
+        order += [v for v in ep.index if v not in order]
+        n = int(rows["experiments"].max())
+
+        def cell(frame: pd.DataFrame, v: str, col: str, fmt: str = "{:.1f}") -> str:
+            value = frame.at[v, col] if v in frame.index else math.nan
+            return "" if value != value else fmt.format(value)
+
+        body = [[v, cell(hp, v, "regret_median"), cell(hp, v, "regret_worst"), cell(hp, v, "spearman", "{:.2f}"),
+                 cell(hp, v, "kendall", "{:.2f}"), cell(ep, v, "regret_median"), cell(ep, v, "regret_worst")] for v in order]
+        parts.append(f"**{task}** ({n} experiments; regret in points of target accuracy, median / worst over them)\n\n"
+                     + markdown_table(["selector", "HP median", "HP worst", "HP Spearman", "HP Kendall", "epoch median",
+                                       "epoch worst"], body, "lrrrrrr"))
+    return "\n".join(parts)
+
+
 def read_experiments(results_dir: str | os.PathLike[str]) -> list[tuple[dict, pd.DataFrame]]:
     """Every experiment under ``results_dir`` (a folder or a URI such as ``s3://bucket/prefix``,
     :func:`ssot.results.storage.read_experiments`) with its usable ``trials.csv`` rows;

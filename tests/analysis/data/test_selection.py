@@ -96,3 +96,15 @@ def test_summary_median_and_worst_over_search_seeds():
     assert (row.regret_median, row.regret_worst, row.experiments) == (10.0, 20.0, 3)
     assert row.spearman == pytest.approx(0.2)
     assert "| P2H | hyperparameter | bnm | 3 | 10.0 | 20.0 | 0.20 | 0.00 |" in S.to_markdown(S.summary(table))
+
+
+def test_task_tables_put_both_selections_side_by_side():
+    frames = [({"task": "P2H", "name": f"s{i}", "validator_directions": DIRS}, _collapse_frame()) for i in range(2)]
+    text = S.task_tables(S.summary(S.selection_table(frames)))
+    assert text.startswith("**P2H** (2 experiments;")
+    lines = text.splitlines()
+    # hyperparameter regret of entropy 55 (collapsed pick), epoch regret 5 (d's collapsed last epoch)
+    assert "| entropy | 55.0 | 55.0 |" in text and any(l.startswith("| entropy |") and l.endswith("| 5.0 | 5.0 |") for l in lines)
+    assert any(l.startswith("| last_epoch |  |  |  |  |") for l in lines)  # an epoch-only selector
+    rows = [l.split(" | ")[0].strip("| ") for l in lines if l.startswith("| ") and not l.startswith("| selector")]
+    assert rows.index("entropy_guarded") < rows.index("entropy")  # sorted by the hyperparameter median
