@@ -274,6 +274,54 @@ def task_tables(summ: pd.DataFrame) -> str:
     return "\n".join(parts)
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """The recommended label-free recipe for a new task (docs/selection.md states it and its
+    measured regret; the dashboard's selection block repeats it).
+
+    ``selector`` is the validator whose pick at the last epoch is the answer (an epoch validator,
+    so that ``tune/search.py --metric`` and ``tune/confirm.py`` use it directly); ``lines`` the
+    recipe in short form.
+    """
+
+    selector: str
+    lines: tuple[str, ...]
+
+
+RECIPE = Recipe(
+    selector="im_pda",
+    lines=(
+        "Search: random search, at least 32 configs, every trial to its last epoch, one seed each: "
+        "python tune/search.py --task TASK --search random --num-samples 32 --no-early-stop --metric im_pda.",
+        "Pick: the trial with the highest im_pda (IM with the diversity term over the classes the model predicts) "
+        "at its last epoch: best_config.json of that search.",
+        "Seeds: confirm the top 3 by im_pda with python tune/confirm.py RESULTS --top 3 --race --seeds 1 2 3 4 5 6 7 8 9 10 "
+        "(9 runs): the table says how likely the pick is the best.",
+        "Check: the source-only accuracy beside the pick's (a pick below it means adaptation hurt), and the "
+        "pick's n_pred_classes (a model on one or two classes has collapsed).",
+    ),
+)
+
+
+def recipe_regret(table: pd.DataFrame, recipe: Recipe = RECIPE) -> pd.DataFrame:
+    """The recipe's hyperparameter-selection rows of a :func:`selection_table`: per task and
+    experiment, the accuracy of its pick, the oracle's and the regret (points)."""
+    rows = table[(table["selection"] == "hyperparameter") & (table["validator"] == recipe.selector)]
+    return rows[["task", "experiment", "picked_acc", "oracle_acc", "regret"]].reset_index(drop=True)
+
+
+def recipe_markdown(table: pd.DataFrame, recipe: Recipe = RECIPE) -> str:
+    """The recipe's regret per task: the median and worst over experiments, then each experiment's."""
+    regret = recipe_regret(table, recipe)
+    rows = []
+    for task, group in regret.groupby("task", sort=False):
+        each = ", ".join(f"{r.experiment} {r.regret:.1f} ({100 * r.picked_acc:.1f} vs {100 * r.oracle_acc:.1f} %)"
+                         for r in group.itertuples())
+        rows.append([task, f"{group['regret'].median():.1f}", f"{group['regret'].max():.1f}", each])
+    return (f"Recommended recipe: pick by {recipe.selector} at the last epoch\n\n"
+            + markdown_table(["task", "median regret (points)", "worst", "per experiment: regret (picked vs oracle)"], rows, "lrrl"))
+
+
 def read_experiments(results_dir: str | os.PathLike[str]) -> list[tuple[dict, pd.DataFrame]]:
     """Every experiment under ``results_dir`` (a folder or a URI such as ``s3://bucket/prefix``,
     :func:`ssot.results.storage.read_experiments`) with its usable ``trials.csv`` rows;

@@ -108,3 +108,14 @@ def test_task_tables_put_both_selections_side_by_side():
     assert any(l.startswith("| last_epoch |  |  |  |  |") for l in lines)  # an epoch-only selector
     rows = [l.split(" | ")[0].strip("| ") for l in lines if l.startswith("| ") and not l.startswith("| selector")]
     assert rows.index("entropy_guarded") < rows.index("entropy")  # sorted by the hyperparameter median
+
+
+def test_recipe_regret_is_its_selectors_hyperparameter_row():
+    frames = [({"task": "P2H", "name": f"s{i}", "validator_directions": DIRS}, _collapse_frame()) for i in range(2)]
+    table = S.selection_table(frames)
+    recipe = S.Recipe(selector="entropy_guarded", lines=("pick by guarded entropy",))
+    regret = S.recipe_regret(table, recipe)
+    assert regret["regret"].tolist() == pytest.approx([3.0, 3.0]) and regret["experiment"].tolist() == ["s0", "s1"]
+    text = S.recipe_markdown(table, recipe)
+    assert "| P2H | 3.0 | 3.0 | s0 3.0 (72.0 vs 75.0 %), s1 3.0 (72.0 vs 75.0 %) |" in text
+    assert S.RECIPE.selector in {m for m in SELECTION_DIRECTIONS} | set(S.GUARDED) | {"mixval_rank", "rank_mean"}
