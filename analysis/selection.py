@@ -17,7 +17,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.data.selection import CSV_NAME, MARKDOWN_NAME, read_experiments, selection_table, summary, task_tables, to_markdown  # noqa: E402
+from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, read_experiments, recipe_markdown, selection_table,  # noqa: E402
+                                     summary, task_tables, to_markdown)
 from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
 from ssot.results import storage  # noqa: E402
@@ -48,8 +49,8 @@ def selection(args: argparse.Namespace) -> int:
     with open(out / CSV_NAME, "x", newline="") as fh:
         table.to_csv(fh, index=False)
     with open(out / MARKDOWN_NAME, "x") as fh:
-        fh.write(task_tables(summ) + "\n" + to_markdown(summ))
-    print(task_tables(summ), end="")
+        fh.write(task_tables(summ) + "\n" + recipe_markdown(table) + "\n" + to_markdown(summ))
+    print(task_tables(summ) + "\n" + recipe_markdown(table), end="")
     print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
     return cli.EXIT_OK
 
