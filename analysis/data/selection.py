@@ -311,8 +311,11 @@ def recipe_regret(table: pd.DataFrame, recipe: Recipe = RECIPE) -> pd.DataFrame:
 
 
 def recipe_markdown(table: pd.DataFrame, recipe: Recipe = RECIPE) -> str:
-    """The recipe's regret per task: the median and worst over experiments, then each experiment's."""
+    """The recipe's regret per task: the median and worst over experiments, then each experiment's
+    ("" when no experiment recorded the recipe's selector)."""
     regret = recipe_regret(table, recipe)
+    if regret.empty:
+        return ""
     rows = []
     for task, group in regret.groupby("task", sort=False):
         each = ", ".join(f"{r.experiment} {r.regret:.1f} ({100 * r.picked_acc:.1f} vs {100 * r.oracle_acc:.1f} %)"

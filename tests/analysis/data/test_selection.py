@@ -118,6 +118,7 @@ def test_recipe_regret_is_its_selectors_hyperparameter_row():
     assert regret["regret"].tolist() == pytest.approx([3.0, 3.0]) and regret["experiment"].tolist() == ["s0", "s1"]
     text = S.recipe_markdown(table, recipe)
     assert "| P2H | 3.0 | 3.0 | s0 3.0 (72.0 vs 75.0 %), s1 3.0 (72.0 vs 75.0 %) |" in text
+    assert S.recipe_markdown(table, S.Recipe(selector="bnm", lines=())) == ""  # not recorded: nothing to say
     from ssot.results.metrics import EPOCH_VALIDATORS
 
     assert S.RECIPE.selector in EPOCH_VALIDATORS  # the recipe searches with --metric on it: a per-epoch validator
