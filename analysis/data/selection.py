@@ -47,7 +47,7 @@ from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
 
 ORACLE = "target_acc"
 SELECTION_COLUMNS = ["task", "experiment", "selection", "validator", "direction", "n", "picked_acc", "oracle_acc",
-                     "regret", "spearman", "kendall"]
+                     "regret", "spearman", "kendall", "picked_trial", "oracle_trial"]
 CSV_NAME, MARKDOWN_NAME = "selection.csv", "selection.md"
 
 
@@ -155,7 +155,8 @@ def hyperparameter_selection(frame: pd.DataFrame, directions: Mapping[str, str])
     Returns
     -------
     DataFrame with columns ``validator, direction, n, picked_acc, oracle_acc, regret`` (points),
-    ``spearman, kendall``. Ties between trials go to the first trial in ``trial_id`` order.
+    ``spearman, kendall, picked_trial, oracle_trial`` (the ``trial_id`` each picks). Ties between
+    trials go to the first trial in ``trial_id`` order.
     """
     final = _completed(frame).groupby("trial_id", sort=True).tail(1).reset_index(drop=True)
     acc = pd.to_numeric(final[ORACLE], errors="coerce") if ORACLE in final else pd.Series(dtype=float)
@@ -166,6 +167,7 @@ def hyperparameter_selection(frame: pd.DataFrame, directions: Mapping[str, str])
     rows = []
     best = rank(final, ORACLE) if ORACLE in final else final.iloc[:0]
     oracle = float(best[ORACLE].iloc[0]) if len(best) else math.nan
+    oracle_trial = str(best["trial_id"].iloc[0]) if len(best) else ""
     for name, direction in dirs.items():
         if name == ORACLE or name not in final:
             continue
@@ -176,7 +178,8 @@ def hyperparameter_selection(frame: pd.DataFrame, directions: Mapping[str, str])
         picked = float(pd.to_numeric(picks[ORACLE], errors="coerce").iloc[0]) if ORACLE in picks else math.nan
         rho, tau = _rank_corr(score, acc)
         rows.append({"validator": name, "direction": direction, "n": int(score.notna().sum()), "picked_acc": picked,
-                     "oracle_acc": oracle, "regret": 100 * (oracle - picked), "spearman": rho, "kendall": tau})
+                     "oracle_acc": oracle, "regret": 100 * (oracle - picked), "spearman": rho, "kendall": tau,
+                     "picked_trial": str(picks["trial_id"].iloc[0]), "oracle_trial": oracle_trial})
     return pd.DataFrame(rows, columns=SELECTION_COLUMNS[3:])
 
 
@@ -184,7 +187,8 @@ def epoch_selection(frame: pd.DataFrame, directions: Mapping[str, str]) -> pd.Da
     """One row per validator (and ``last_epoch``): mean over completed trials of the accuracy at
     the epoch it picks, of the best epoch's accuracy, and the mean regret in points.
 
-    ``spearman``/``kendall`` are the mean within-trial rank correlations over epochs.
+    ``spearman``/``kendall`` are the mean within-trial rank correlations over epochs; the picked
+    and oracle trials are empty (every trial is a candidate's own problem).
     """
     done = _completed(frame)
     trials = [with_combined(trial, directions) for _, trial in done.groupby("trial_id", sort=True)]
@@ -208,7 +212,8 @@ def epoch_selection(frame: pd.DataFrame, directions: Mapping[str, str]) -> pd.Da
         rows.append({"validator": name, "direction": direction, "n": len(picked), "picked_acc": float(np.mean(picked)),
                      "oracle_acc": float(np.mean(best)), "regret": 100 * float(np.mean(np.subtract(best, picked))),
                      "spearman": float(np.nanmean(rhos)) if any(r == r for r in rhos) else math.nan,
-                     "kendall": float(np.nanmean(taus)) if any(t == t for t in taus) else math.nan})
+                     "kendall": float(np.nanmean(taus)) if any(t == t for t in taus) else math.nan,
+                     "picked_trial": "", "oracle_trial": ""})
     return pd.DataFrame(rows, columns=SELECTION_COLUMNS[3:])
 
 

@@ -63,6 +63,7 @@ def test_collapse_guard_drops_the_collapsed_pick():
     # guarded: d predicts 1 class < 0.5 x 6 -> dropped; among a, b, c the lowest entropy is c (0.30, 72 %)
     assert out.loc["entropy_guarded", "picked_acc"] == 0.72 and out.loc["entropy_guarded", "regret"] == pytest.approx(3.0)
     assert out.loc["entropy_guarded", "direction"] == "max" and out.loc["entropy_guarded", "n"] == 3
+    assert (out.loc["entropy", "picked_trial"], out.loc["entropy_guarded", "picked_trial"], out.loc["entropy", "oracle_trial"]) == ("d", "c", "b")
     # no guard without its column, no guard of a validator the experiment did not record
     plain = S.hyperparameter_selection(_collapse_frame().drop(columns="n_pred_classes"), DIRS)
     assert not plain["validator"].str.endswith("_guarded").any() and "bnm_guarded" not in out.index
