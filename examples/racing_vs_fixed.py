@@ -1,48 +1,39 @@
 """Racing against fixed 3-seed confirmation at the same number of runs, replayed on measured runs.
 
-    # 1. a pool: the top 5 trials of a search, each on 24 seeds (seed 0 was the search's own)
-    python tune/confirm.py runs/selection/random-s0/P2H --top 5 --seeds $(seq 1 24) --out runs/racing-P2H
-    # 2. the replay: fixed confirmation and the race, each on 2000 random orders of seeds 1-12,
-    #    scored against the truth (each candidate's mean over seeds 13-24)
-    python examples/racing_vs_fixed.py runs/racing-P2H --replay-seeds 12 --top 5 3
+    python examples/racing_vs_fixed.py              # P2H (manual: Measured results, Label-free selection: measured)
+    python examples/racing_vs_fixed.py --task H2P
 
-The pool's seeds are split: the first ``--replay-seeds`` feed the replays, the rest measure the
-truth, so the truth is never the data a procedure picked on. For each ``--top K`` (the best K of
-the pool's candidates by search rank), fixed confirmation runs every candidate on 3 seeds
-(``3K`` runs) and picks the best mean; the race (``tune/racing.py``, first test after 2 seeds,
-confidence 0.95) has the same budget of ``3K`` runs. Printed per K: how often each procedure picks
-the truly best candidate, its mean regret (points), the runs it spent and the mean probability it
-reported that its pick is the best.
+Runs a random search (seed 0, 32 configs, every trial to its last epoch), then a pool: its top 5
+trials on seeds 1-16 (``tune/confirm.py``; seed 0 was the search's own). The seeds are split: the
+replays use seeds 1-8, the truth is each candidate's mean over seeds 9-16, so the truth is never
+the data a procedure picked on. For K = 5 and K = 3 candidates, fixed confirmation runs every
+candidate on 3 seeds (3K runs) and picks the best mean; the race (``tune/racing.py``: first test
+after 2 seeds, confidence 0.95) has the same budget of 3K runs; each is replayed on 2000 random
+orders of the replay seeds. Printed: how often each picks the truly best candidate, its mean
+regret (points), the runs it spent and the probability it reported that its pick is the best.
+Then the race itself, ``tune/confirm.py --race`` on seeds 1-8 with a budget of 15 runs (its runs
+are the pool's, reused).
 """
 from __future__ import annotations
 
-import argparse
-import json
+import shutil
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ssot import cli  # noqa: E402
-from ssot.errors import ResultsError  # noqa: E402
-from ssot.results.markdown import markdown_table  # noqa: E402
-from tune import confirmation, racing  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 
 
-def read_pool(folder: Path) -> tuple[pd.DataFrame, str, str]:
-    """``(values, metric, mode)``: the confirmation's values, one row per candidate (search rank
+def read_pool(folder: Path):
+    """``(values, metric, mode)``: a confirmation's values, one row per candidate (search rank
     order), one column per seed, from ``confirmation.csv`` and the run records it names."""
-    table_path = folder / confirmation.CSV_NAME
-    if not table_path.is_file():
-        raise ResultsError(f"{table_path} does not exist: run tune/confirm.py with --out {folder} first.")
-    table = pd.read_csv(table_path, dtype={"trial_id": str}).sort_values("search_rank")
-    if table["task"].nunique() != 1:
-        raise ResultsError(f"{table_path} holds several tasks; pass a confirmation of one experiment.")
+    import json
+
+    import pandas as pd
+
+    from tune import confirmation
+
+    table = pd.read_csv(folder / confirmation.CSV_NAME, dtype={"trial_id": str}).sort_values("search_rank")
     metric, mode = table["metric"].iloc[0], table["mode"].iloc[0]
     rows = {}
     for row in table.itertuples():
@@ -52,44 +43,49 @@ def read_pool(folder: Path) -> tuple[pd.DataFrame, str, str]:
     return pd.DataFrame(rows).T, metric, mode
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python examples/racing_vs_fixed.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("pool", type=Path, help="a tune/confirm.py --out folder: few candidates, many seeds")
-    parser.add_argument("--replay-seeds", type=int, default=12, help="the first N seeds feed the replays, the rest the truth")
-    parser.add_argument("--top", type=int, nargs="+", default=[5, 3], help="numbers of candidates K to compare at (3K runs)")
-    parser.add_argument("--replays", type=int, default=2000, help="random seed orders replayed")
-    return parser
+def replay_table(pool_dir: Path, replay_seeds: int, tops: list[int], replays: int) -> str:
+    """Fixed confirmation and the race replayed on the pool (module docstring), as Markdown."""
+    import numpy as np
 
+    from ssot.results.markdown import markdown_table
+    from tune import racing
 
-def compare(args: argparse.Namespace) -> int:
-    values, metric, mode = read_pool(args.pool)
+    values, metric, mode = read_pool(pool_dir)
     seeds = list(values.columns)
-    if not 3 <= args.replay_seeds < len(seeds):
-        raise ResultsError(f"The '--replay-seeds' argument must be an int in [3, {len(seeds) - 1}]. Got {args.replay_seeds} instead.")
-    replay_part, truth_part = values[seeds[:args.replay_seeds]], values[seeds[args.replay_seeds:]]
-    print(f"pool: {len(values)} candidates x {len(seeds)} seeds of {metric}; replays on seeds {seeds[0]}-{seeds[args.replay_seeds - 1]}, "
-          f"truth = mean over seeds {seeds[args.replay_seeds]}-{seeds[-1]}")
-    truth_rows = [[t, f"{100 * values.loc[t].iloc[:args.replay_seeds].mean():.2f}", f"{100 * truth_part.loc[t].mean():.2f}",
-                   f"{100 * truth_part.loc[t].std(ddof=1):.2f}"] for t in values.index]
-    print(markdown_table(["trial (search rank order)", "mean on replay seeds", "truth: mean", "truth: std"], truth_rows, "lrrr"))
+    replay_part, truth_part = values[seeds[:replay_seeds]], values[seeds[replay_seeds:]]
+    lines = [f"pool: {len(values)} candidates x {len(seeds)} seeds of {metric}; replays on seeds {seeds[0]}-{seeds[replay_seeds - 1]}, "
+             f"truth = the mean over seeds {seeds[replay_seeds]}-{seeds[-1]}\n",
+             markdown_table(["trial (search rank order)", "mean on the replay seeds", "truth: mean", "truth: std"],
+                            [[t, f"{100 * replay_part.loc[t].mean():.2f}", f"{100 * truth_part.loc[t].mean():.2f}",
+                              f"{100 * truth_part.loc[t].std(ddof=1):.2f}"] for t in values.index], "lrrr")]
     rows = []
-    for k in args.top:
+    for k in tops:
         names = list(values.index[:k])
         pool = {t: list(replay_part.loc[t]) for t in names}
         truth = {t: float(truth_part.loc[t].mean()) for t in names}
-        for r in racing.replay(pool, truth, mode, fixed_seeds=3, replays=args.replays):
-            rows.append([str(k), r.procedure, f"{100 * r.correct:.1f} %", f"{100 * r.regret:.2f}", f"{r.runs:.1f}",
-                         f"{r.p_best:.2f}"])
-    print(markdown_table(["K", "procedure", "picks the truly best", "mean regret (points)", "runs", "reported P(best)"],
-                         rows, "llrrrr"), end="")
-    print(f"(truth gap best - second: "
-          f"{100 * float(np.diff(np.sort(truth_part.mean(1).to_numpy())[-2:])[0]):.2f} points among all {len(values)})")
-    return cli.EXIT_OK
+        for r in racing.replay(pool, truth, mode, fixed_seeds=3, replays=replays):
+            rows.append([str(k), r.procedure, f"{100 * r.correct:.1f} %", f"{100 * r.regret:.2f}", f"{r.runs:.1f}", f"{r.p_best:.2f}"])
+    lines.append(markdown_table(["K", "procedure", "picks the truly best", "mean regret (points)", "runs", "reported P(best)"],
+                                rows, "llrrrr"))
+    gap = np.sort(truth_part.mean(1).to_numpy())
+    lines.append(f"truth: best - second = {100 * (gap[-1] - gap[-2]):.2f} points, best - fifth = {100 * (gap[-1] - gap[0]):.2f}\n")
+    return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return cli.command(build_parser(), compare, argv)
+def body(example: common.Example) -> int:
+    example.check_data()
+    results, pool, raced = example.out / "runs", example.out / "pool", example.out / "raced"
+    top, seeds, replay = (2, range(1, 6), 3) if example.smoke else (5, range(1, 17), 8)
+    example.run("tune/search.py", "--task", example.task, "--search", "random", *example.search_flags(32), "--no-early-stop",
+                "--seed", "0", *example.data_flags(), "--storage-path", results, "--name", "random-s0", "--verbose", "0")
+    example.run("tune/confirm.py", results / "random-s0" / example.task, "--top", top, "--seeds", *seeds, "--out", pool)
+    if not example.dry:
+        print("\n" + replay_table(pool, replay, [top, 3] if top > 3 else [top], 200 if example.smoke else 2000))
+        shutil.copytree(pool / "runs", raced / "runs", dirs_exist_ok=True)  # the race reuses the pool's runs
+    example.run("tune/confirm.py", results / "random-s0" / example.task, "--top", top, "--race", "--seeds", *seeds[:replay],
+                "--budget", 3 * top, "--out", raced)
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.main(body, common.parser(__doc__, default_task="P2H").parse_args(), "racing_vs_fixed"))

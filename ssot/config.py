@@ -31,7 +31,7 @@ Adding a field is one declaration. Cross-field rules (the ``sinkhorn`` solver ne
 images) are explicit checks at the end of :meth:`SSOTConfig.validate`; a task's defaults come
 from its dataset's spec (:mod:`ssot.data.registry`).
 
-Decisions on the points the paper leaves open (see README, "Open points of the paper"):
+Decisions on the points the paper leaves open (see the manual, docs/method.md):
 
 ``pt_refresh``
     Algorithm 1 re-estimates the target label distribution ``p_t`` with a full pass over the

@@ -392,5 +392,5 @@ def _seed_everything(seed: int) -> None:
 
 def run(config: SSOTConfig, *, task: TaskData | None = None, on_epoch: EpochCallback | None = None,
         progress: bool = False) -> dict[str, Any]:
-    """Train one SSOT run and return its run record (see README, "The run record")."""
+    """Train one SSOT run and return its run record (the manual: docs/results-format.md, "The run record")."""
     return Trainer(config, task, progress=progress).fit(on_epoch)

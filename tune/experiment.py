@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from tune import space as spaces
 # by their module path and restores them on --resume.
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
 from tune.study import check_study, optuna_storage, public_url, study_name
+from tune.trackers import tracker_callbacks
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
 from tune.trainable import ssot_trainable, trial_dirname
 
@@ -68,6 +69,7 @@ class SearchOptions:
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
     optuna_storage: str | None = None  # database URL of the Optuna study (tune.study.optuna_storage), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
+    trackers: list[str] = field(default_factory=list)  # experiment trackers to log to (tune.trackers.TRACKERS)
     #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its
     #: last checkpoint before it counts as errored (Ray's FailureConfig.max_failures).
     max_failures: int = DEFAULT_MAX_FAILURES
@@ -236,6 +238,8 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
     if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
         check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
+    if options.trackers:  # a missing package or an unusable tracking URI is refused before Ray starts
+        options = replace(options, callbacks=[*options.callbacks, *tracker_callbacks(options.trackers, root.rsplit("/", 1)[-1], base.task, base.epochs)])
 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback

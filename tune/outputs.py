@@ -66,7 +66,7 @@ def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.Dat
             # last report of each epoch (the one the trial's final state descends from).
             history = history.drop_duplicates(subset="epoch", keep="last")
         records = history.to_dict("records") if len(history) else []
-        status, reason = _status(records, result.error, info["max_epochs"], finished)
+        status, reason = trial_status(records, result.error, info["max_epochs"], finished)
         common = {"task": info["task"], "trial_id": _trial_id(result), "search": info["search"],
                   **{h: params.get(h) for h in hyper}}
         for rec in records or [{"epoch": math.nan}]:
@@ -83,7 +83,9 @@ def _trial_id(result: Any) -> str:
     return Path(str(result.path)).name
 
 
-def _status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
+def trial_status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
+    """A trial's status in ``trials.csv`` and its reason, from its reported ``records`` (oldest
+    first), its error (``None``: none), the experiment's last epoch and whether the search ended."""
     if records and int(records[-1].get("diverged", 0) or 0):
         return DIVERGED, str(records[-1].get("reason", ""))
     if error is not None:

@@ -8,7 +8,8 @@
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
-    python tune/search.py --task P2I --address HEAD:6379 --storage-path s3://bucket/ssot   # a cluster (README)
+    python tune/search.py --task digits --tracker mlflow --tracker tensorboard # log the trials to trackers too
+    python tune/search.py --task P2I --address HEAD:6379 --storage-path s3://bucket/ssot   # a cluster (docs/clusters.md)
 
 Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json);
 trials.csv and best_config.json (the best so far) are rewritten after each finished trial.
@@ -30,6 +31,7 @@ from ssot.results.metrics import SEARCH_METRICS  # noqa: E402
 from tune import space as spaces  # noqa: E402
 from tune.experiment import DEFAULT_MAX_FAILURES, SEARCHES, SearchOptions, run_search  # noqa: E402
 from tune.outputs import exit_status_of, summary_lines  # noqa: E402
+from tune.trackers import TRACKERS  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
     r.add_argument("--optuna-storage", metavar="URL", help="keep the Optuna study in this database (sqlite:///PATH) to watch the "
                                                           "search live with `optuna-dashboard URL`; study <name>/<task>")
+    r.add_argument("--tracker", action="append", default=[], choices=TRACKERS,
+                   help="also log every trial (parameters, each epoch's metrics, status) to this tracker (repeatable): "
+                        "MLflow at $MLFLOW_TRACKING_URI (default sqlite:///./mlflow.db), TensorBoard event files in the "
+                        "trial folders, W&B offline runs in the trial folders (pip install -e '.[trackers]')")
     r.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the last checkpoint of every trial (default: removed when the trial ends)")
     r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
@@ -139,7 +145,8 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
                          keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage,
-                         max_failures=args.max_failures, trial_resources=args.trial_resources)
+                         max_failures=args.max_failures, trial_resources=args.trial_resources,
+                         trackers=args.tracker)
 
 
 _STATES = {

@@ -20,7 +20,7 @@ from pathlib import Path
 from ssot import cli
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     from ssot.data.benchmarks import DATA_ROOT_ENV
     from ssot.data.check import DEFAULT_SAMPLE
     from ssot.data.fetch import MIRROR_ENV
@@ -63,7 +63,7 @@ def _run_check(root: Path, datasets: list[str] | None, sample: int | None, quiet
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point (``ssot-data``); the exit status of :mod:`ssot.cli`."""
-    return cli.command(_parser(), data, argv, interrupted="a partial download is kept and resumed by the same command")
+    return cli.command(build_parser(), data, argv, interrupted="a partial download is kept and resumed by the same command")
 
 
 def data(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 from ssot.errors import ExternalError, ResultsError, SSOTError
 from ssot.results import experiment as files
 
-#: The environment variables that locate and open S3-compatible storage (README, "Running on a cluster").
+#: The environment variables that locate and open S3-compatible storage (the manual: docs/clusters.md).
 S3_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
 
@@ -176,6 +176,10 @@ def check_output(location: str | os.PathLike[str], what: str, *, folder: bool, n
                  exists_ok: bool = False, hint: str | None = None) -> None:
     """Refuse, before any work, an output location that cannot be used, by trying to create it.
 
+    The folders missing on the way are created to try, and removed again, so a refused command
+    leaves nothing behind. Unlike ``os.access``, the try also fails for root on a read-only file
+    system.
+
     Parameters
     ----------
     location : path-like or URI
@@ -193,10 +197,6 @@ def check_output(location: str | os.PathLike[str], what: str, *, folder: bool, n
         A file ``location`` may exist already (e.g. a database the command continues).
     hint : str, optional
         What to do about an existing file of ``new`` (default: move it away or choose another ``what``).
-
-    The folders missing on the way are created to try, and removed again, so a refused command
-    leaves nothing behind. Unlike ``os.access``, the try also fails for root on a read-only file
-    system.
 
     Raises
     ------

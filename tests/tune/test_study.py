@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
+import urllib.request
+from pathlib import Path
 
 import pytest
 
 from ssot.results.experiment import EXPERIMENT_FILE
+from tests.fixtures.browser import chromium, open_url, page_text
+from tests.fixtures.servers import free_port, serve
 from tune import search
 from tune.study import public_url
 
@@ -44,3 +50,25 @@ def test_a_new_search_refuses_a_study_of_its_name_already_in_the_storage(finishe
 def test_experiment_json_records_the_storage_url_without_its_password():
     assert public_url("postgresql://user:secret@db.example:5432/optuna") == "postgresql://user:***@db.example:5432/optuna"
     assert public_url("sqlite:////tmp/o.db") == "sqlite:////tmp/o.db"
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium; .ci/run installs it)")
+def test_optuna_dashboard_shows_the_study_and_every_trial_with_its_value(finished_search, tmp_path):
+    """The docs' live view: optuna-dashboard on the search's storage, read in headless Chromium."""
+    pytest.importorskip("optuna_dashboard")
+    url = f"http://127.0.0.1:{free_port()}"
+    server = [str(Path(sys.executable).parent / "optuna-dashboard"), finished_search.storage, "--host", "127.0.0.1",
+              "--port", url.rsplit(":", 1)[1]]
+    with serve(server, f"{url}/api/studies", tmp_path / "dashboard.log"):
+        (study,) = json.loads(urllib.request.urlopen(f"{url}/api/studies", timeout=10).read())["study_summaries"]
+        assert study["study_name"] == "live/digits"
+        listed = page_text(open_url(f"{url}/dashboard", tmp_path / "profile")[0])
+        assert "live/digits" in listed and "MAXIMIZE" in listed
+        dom, _ = open_url(f"{url}/dashboard/studies/{study['study_id']}/trials?numbers=0,1,2", tmp_path / "profile")
+    text = page_text(dom)
+    shown = {float(p): float(v) for v, p in re.findall(r"Complete (?:Best Trial )?Note Value (\S+) Intermediate Values .*?"
+                                                       r"Parameter .*?lambda_ot (\S+)", text)}
+    last = finished_search.outcome.trials.sort_values("epoch").groupby("trial_id").tail(1)
+    assert text.count("Complete Note Value") + text.count("Complete Best Trial Note Value") == 3
+    assert {round(k, 10): v for k, v in shown.items()} == {round(r.lambda_ot, 10): pytest.approx(r.target_acc)
+                                                           for r in last.itertuples()}

@@ -1,7 +1,7 @@
 """DEV's importance weights: the cross-fitted estimate against the in-sample fit, where the truth is known.
 
-    python examples/dev_weights.py                 # Gaussians (known density ratio), 8 data seeds
-    python examples/dev_weights.py --real P2H H2P  # also the source-only features of the embedded tasks
+    PYTHONPATH=. python benchmarks/dev_weights.py                 # Gaussians (known density ratio), 8 data seeds
+    PYTHONPATH=. python benchmarks/dev_weights.py --real P2H H2P  # also the source-only features of the embedded tasks
 
 Source N(0, I) and target N(mu, I) in d dimensions (300 source, 200 target samples, |mu| = 1 or
 1.5): the true ratio is p_t/p_s = exp(mu.x - |mu|^2 / 2), whose mean over the source is 1.
@@ -10,7 +10,8 @@ correlation with the true ratio, for ``ssot.validators.domain_weights`` (5 folds
 out-of-fold log-loss) and for the in-sample fit (``folds=1, l2=(0.01,)``: the classifier fitted
 and applied on the same samples, as before). With ``--real``: the mean weight of each estimate
 on the features of a source-only model (seed 0; no truth there, but a mean far below 1 says the
-classifier separates its own samples).
+classifier separates its own samples) and the time of each estimate side by side (one thread;
+the CPU is named in the last line).
 """
 from __future__ import annotations
 
@@ -53,8 +54,18 @@ def real_features(task: str):
             evaluation.collect(trainer, trainer.task.target_eval).feats.double())
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
+    import platform
+
+    info = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in (info.read_text().splitlines() if info.exists() else [])
+             if line.startswith("model name")]
+    return names[0] if names else platform.processor() or "unknown CPU"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python examples/dev_weights.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/dev_weights.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--real", nargs="*", default=[], metavar="TASK", help="embedded tasks whose source-only features to weigh too")
     parser.add_argument("--seeds", type=int, default=8, help="data seeds per Gaussian setting")
     return parser
@@ -76,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         for means, rhos in cells.values():
             row += [f"{min(means):.2f}-{max(means):.2f}", f"{min(rhos):.2f}-{max(rhos):.2f}"]
         rows.append(row)
-    header = ["d", "|mu|", "true weights: mean"] + [f"{n}: {what}" for n in ESTIMATES for what in ("mean", "Spearman")]
+    header = ["d", "shift", "true weights: mean"] + [f"{n}: {what}" for n in ESTIMATES for what in ("mean", "Spearman")]
     print(markdown_table(header, rows, "rrr" + "r" * 4))
     for task in args.real:
         src, tgt = real_features(task)
@@ -87,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             out.append(f"{name} {float(w.mean()):.2f} ({time.perf_counter() - start:.2f} s)")
         print(f"{task} source-only features ({len(src)} source x {len(tgt)} target, {src.shape[1]} dims): mean weight "
               + ", ".join(out))
-    print(f"(numpy {np.__version__}, torch {torch.__version__}, 1 thread)")
+    print(f"({cpu_name()}, numpy {np.__version__}, torch {torch.__version__}, 1 thread)")
     return cli.EXIT_OK
 
 
