@@ -67,8 +67,8 @@ def replay_table(pool_dir: Path, replay_seeds: int, tops: list[int], replays: in
             rows.append([str(k), r.procedure, f"{100 * r.correct:.1f} %", f"{100 * r.regret:.2f}", f"{r.runs:.1f}", f"{r.p_best:.2f}"])
     lines.append(markdown_table(["K", "procedure", "picks the truly best", "mean regret (points)", "runs", "reported P(best)"],
                                 rows, "llrrrr"))
-    gap = np.sort(truth_part.mean(1).to_numpy())
-    lines.append(f"truth: best - second = {100 * (gap[-1] - gap[-2]):.2f} points, best - fifth = {100 * (gap[-1] - gap[0]):.2f}\n")
+    gap = np.sort(truth_part.mean(axis=1).to_numpy())
+    lines.append(f"truth: best - second = {100 * (gap[-1] - gap[-2]):.2f} points, best - worst of the {len(gap)} = {100 * (gap[-1] - gap[0]):.2f}\n")
     return "\n".join(lines)
 
 
