@@ -54,17 +54,17 @@ def test_held_out_source_is_disjoint_and_never_trained_on(quick_config, digits_t
 
 def test_mixval_does_not_depend_on_the_evaluation_batch_size(quick_config, digits_task):
     """MixVal's pairs are a seeded cycle over the whole target set: the same counts for batch sizes
-    7, 64 and 1000 (the previous batch-reversal pairing changed with the batch size)."""
+    7 and 1000 (the previous batch-reversal pairing changed with the batch size)."""
     from ssot import evaluation
     from ssot import validators as V
 
     trainer = Trainer(quick_config(epochs=1), digits_task)
     trainer.pretrain()
     counts = []
-    for size in (7, 64, 1000):
+    for size in (7, 1000):
         trainer.config = trainer.config.replace(eval_batch_size=size)
         counts.append(evaluation.collect(trainer, digits_task.target_eval, mix=True).mix)
-    assert counts[0] == counts[1] == counts[2]
+    assert counts[0] == counts[1]
     ci, ni, ca, na = counts[0]
     assert ni + na == len(digits_task.target_eval)  # one pair per target sample
     # the counts are MixVal's on the pairs of mixval_partners, recomputed here sample by sample
