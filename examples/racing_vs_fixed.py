@@ -2,6 +2,7 @@
 
     python examples/racing_vs_fixed.py              # P2H (manual: Measured results, Label-free selection: measured)
     python examples/racing_vs_fixed.py --task H2P
+    python examples/racing_vs_fixed.py --pool runs/racing-P2H   # only the replay, on a pool measured already
 
 Runs a random search (seed 0, 32 configs, every trial to its last epoch), then a pool: its top 5
 trials on seeds 1-16 (``tune/confirm.py``; seed 0 was the search's own). The seeds are split: the
@@ -73,6 +74,9 @@ def replay_table(pool_dir: Path, replay_seeds: int, tops: list[int], replays: in
 
 
 def body(example: common.Example) -> int:
+    if example.args.pool:  # a pool measured already: the replay only
+        print(replay_table(example.args.pool, example.args.replay_seeds, [5, 3], 2000))
+        return 0
     example.check_data()
     results, pool, raced = example.out / "runs", example.out / "pool", example.out / "raced"
     top, seeds, replay = (2, range(1, 6), 3) if example.smoke else (5, range(1, 17), 8)
@@ -88,4 +92,7 @@ def body(example: common.Example) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(common.main(body, common.parser(__doc__, default_task="P2H").parse_args(), "racing_vs_fixed"))
+    parser = common.parser(__doc__, default_task="P2H")
+    parser.add_argument("--pool", type=Path, help="replay this tune/confirm.py --out folder (5 candidates) instead of running")
+    parser.add_argument("--replay-seeds", type=int, default=8, help="with --pool: the first N seeds feed the replays, the rest the truth")
+    sys.exit(common.main(body, parser.parse_args(), "racing_vs_fixed"))

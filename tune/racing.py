@@ -31,7 +31,7 @@ their first seeds and differences are *paired* (same seed, same data order and i
 
 The pick is the final leader. :func:`probability_best` says how sure it is: the product over
 the other candidates of one minus the p-value of the same test with the pick as the leader
-(conservative; a bootstrap over two or three seeds is overconfident).
+(conservative on paired Gaussian noise; a bootstrap over two or three seeds is overconfident).
 """
 from __future__ import annotations
 
@@ -215,9 +215,10 @@ def probability_best(values: Mapping[str, Sequence[float]], pick: str, mode: str
     :math:`1 - p_c = F_{T_{n-1}}(\bar d / (s_d/\sqrt n))` is the probability that the pick's true
     advantage over ``c`` is positive under the t model (flat prior), so the product treats the
     comparisons as independent. They share the pick's values and are positively correlated, which
-    makes the product conservative; a bootstrap over 2-3 seeds is the opposite (measured in
-    ``tests/tune/test_racing.py``: with 3 seeds the bootstrap reported 0.76 where the pick was
-    right 0.62 of the time, this product 0.58). NaN when a comparison has fewer than two seeds;
+    makes the product conservative on paired Gaussian noise, where a bootstrap over 2-3 seeds is
+    the opposite (measured in ``tests/tune/test_racing.py``: with 3 seeds the bootstrap reported
+    0.76 where the pick was right 0.62 of the time, this product 0.58). Heavy-tailed values (runs
+    that collapse on some seeds) break the t model; see the manual's measured racing results. NaN when a comparison has fewer than two seeds;
     1.0 for a lone candidate; an exact tie gives 0.
     """
     p_best = 1.0
