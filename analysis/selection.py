@@ -13,15 +13,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, read_experiments, recipe_markdown, selection_table,  # noqa: E402
-                                     summary, task_tables, to_markdown)
+from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary,  # noqa: E402
+                                     task_tables, to_markdown)
 from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
 from ssot.results import storage  # noqa: E402
+from ssot.results.experiment import EXPERIMENT_FILE  # noqa: E402
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
@@ -31,19 +33,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def readable_experiments(results_dir: str) -> list[tuple[dict, Any]]:
+    """``(experiment.json, trials)`` of every readable experiment under ``results_dir``, read by
+    the one reader (:func:`ssot.results.storage.read_experiments`) whose problems are printed on
+    stderr, one line each, as the dashboard and the export print them.
+
+    Raises
+    ------
+    ResultsError
+        If no experiment is found, or none can be read (naming the first unusable file).
+    """
+    try:
+        found = storage.read_experiments(results_dir)
+    except storage.StorageError as exc:
+        raise ResultsError(str(exc)) from None
+    for experiment in found:
+        for problem in experiment.problems:
+            print(problem, file=sys.stderr)
+    if not found:
+        raise ResultsError(f"No experiment (no {EXPERIMENT_FILE}) under {results_dir}. Pass the folder a search wrote its "
+                           "experiments to (tune/search.py --storage-path).")
+    usable = [(e.meta, e.trials) for e in found if e.meta is not None and e.trials is not None]
+    if not usable:
+        first = next(p for e in found for p in e.errors)
+        raise ResultsError(f"None of the {len(found)} experiment(s) under {results_dir} can be read: {first.path} "
+                           f"{first.message}.")
+    return usable
+
+
 def selection(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, read the experiments, write the tables."""
     if storage.is_uri(args.results_dir) and args.out is None:
         raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder to write the tables to.")
     out = args.out or Path(args.results_dir)
     cli.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME])
-    try:
-        experiments = read_experiments(args.results_dir)
-    except storage.StorageError as exc:
-        raise ResultsError(str(exc)) from None
+    experiments = readable_experiments(args.results_dir)
     table = selection_table(experiments)
     if table.empty:
-        raise ResultsError(f"no experiment with validator scores under {args.results_dir}; run tune/search.py first.")
+        raise ResultsError(f"None of the {len(experiments)} readable experiment(s) under {args.results_dir} has completed "
+                           "trials with validator scores (experiment.json's validator_directions and their columns in "
+                           "trials.csv); run tune/search.py to the end first.")
     summ = summary(table)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / CSV_NAME, "x", newline="") as fh:

@@ -18,7 +18,9 @@ The dashboard also draws the paper's other analyses found under RESULTS_DIR (run
 
 Problems (a truncated or corrupt file, a missing file, a search still running) are printed on
 stderr, one line each naming the file, and listed in the dashboard; the rest is still drawn.
-A folder without any readable experiment is an error (exit status 2, :mod:`ssot.cli`).
+A folder without any readable experiment is an error (exit status 2, :mod:`ssot.cli`). An
+existing dashboard (``--out``) or a figures folder that holds files is refused before any work
+(exit status 2) unless ``--overwrite`` is given.
 """
 
 from __future__ import annotations
@@ -31,9 +33,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR, build_dashboard  # noqa: E402
-from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS  # noqa: E402
 from ssot import cli  # noqa: E402
+from ssot.errors import ResultsError  # noqa: E402
 
 
 def _bins(text: str) -> str | int | list[float]:
@@ -54,7 +55,11 @@ def _bins(text: str) -> str | int | list[float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line."""
+    """The command line (it imports the dashboard's figure modules: :func:`main` builds it
+    under :func:`ssot.cli.run`, so Ctrl-C during those imports is ``interrupted``, exit 130)."""
+    from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR
+    from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS
+
     parser = argparse.ArgumentParser(
         prog="python analysis/sensitivity.py",
         description="Draw the sensitivity dashboard of every experiment under RESULTS_DIR.",
@@ -74,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(needs Chrome or Chromium)")
     parser.add_argument("--no-images", action="store_true",
                         help="write the HTML only")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out and figures of the same names in --figures-dir (refused by default)")
     parser.add_argument("--bins", type=_bins, default="decades",
                         help="binning of log/linear axes of TPE and random searches: 'decades' "
                              "(default: on log axes one cell centred on each power of ten, "
@@ -88,13 +95,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point (``ssot-dashboard``); the exit status of :mod:`ssot.cli`."""
-    return cli.command(build_parser(), dashboard, argv)
+    return cli.command(build_parser, dashboard, argv)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an ``--out`` that exists (unless ``--overwrite``) or cannot be
+    written, and a ``--figures-dir`` that cannot be written or already holds files (unless
+    ``--overwrite``; figures of the same names would be replaced)."""
+    from analysis.dashboard import output_paths
+
+    out, figures = output_paths(args.results_dir, args.out, args.figures_dir)
+    cli.check_output(out, "--out", folder=False, exists_ok=True)
+    if not args.overwrite and out.exists():
+        raise ResultsError(f"--out {out} already exists; pass --overwrite to replace it, or choose another --out.")
+    if args.no_images:
+        return
+    cli.check_output(figures, "--figures-dir", folder=True)
+    if not args.overwrite and figures.is_dir() and any(p.is_file() for p in figures.iterdir()):
+        raise ResultsError(f"--figures-dir {figures} already holds files (figures of the same names would be replaced); "
+                           "pass --overwrite to write among them, or choose another --figures-dir.")
 
 
 def dashboard(args: argparse.Namespace) -> int:
-    """The command's work: check the output, :func:`analysis.dashboard.build_dashboard`, the problems on stderr."""
-    if args.out is not None:  # derived: replaced when it exists, but it must be writable
-        cli.check_output(args.out, "--out", folder=False, exists_ok=True)
+    """The command's work: check the outputs, :func:`analysis.dashboard.build_dashboard`, the problems on stderr."""
+    from analysis.dashboard import build_dashboard
+
+    check_outputs(args)
     result = build_dashboard(
         args.results_dir, out=args.out, figures_dir=args.figures_dir,
         images=not args.no_images, image_format=args.format, bins=args.bins,

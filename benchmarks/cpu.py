@@ -36,7 +36,7 @@ def ce_ent_step(trainer: Any, xs: Any, ys: Any, xt: Any) -> float:
     from ssot import ot
 
     bs = xs.shape[0]
-    _, logits = trainer._forward(torch.cat([xs, xt]))
+    _, logits = trainer.forward(torch.cat([xs, xt]))
     loss = (trainer.m[ys] * F.cross_entropy(logits[:bs], ys, reduction="none")).mean()
     loss = loss + trainer.config.lambda_ent * ot.entropy(torch.softmax(logits[bs:], dim=1))
     trainer.opt_fe.zero_grad(set_to_none=True)
@@ -78,7 +78,7 @@ def image_vs_features(image_size: int, per_class: int) -> dict[str, float]:
 def ssot_vs_ce(trainer: Any, batch: tuple, iters: int) -> tuple[float, float]:
     """Median seconds of an SSOT and of a CE + entropy iteration, timed alternately (a shared
     machine's load drifts: alternating exposes both to the same drift)."""
-    xs, ys, xt = batch
+    xs, ys, xt = batch[:3]
     times: dict[str, list[float]] = {"ssot": [], "ce": []}
     steps = {"ssot": lambda: trainer.step(xs, ys, xt), "ce": lambda: ce_ent_step(trainer, xs, ys, xt)}
     for i in range(iters + 1):

@@ -31,15 +31,22 @@ Exit statuses (the same for every command)
        confirm, ablation, solvers), a trial errored (search: fix the cause, ``--resume``), a
        checked task cannot run (``ssot-data check``). A diverged *trial* is a result of a
        search, not a failure.
- 2     bad input, the user's to fix: an argument, a missing or unreadable file or folder, an
-       output that exists already or cannot be written, a storage location that cannot be used
-       (all refused before any work starts, in one line naming the problem and the fix).
+ 2     bad input, the user's to fix: an argument (an ``--name`` that is not one folder name,
+       ``--num-cpus 0``, more GPUs than the cluster has), a missing or unreadable file or folder,
+       an unknown task or a missing dataset (also for runs on Ray), an output that exists
+       already (the dashboard without ``--overwrite`` too) or cannot be written, a storage
+       location that cannot be used; a search whose experiment another driver runs (its lock),
+       a ``--resume`` whose flags differ from the experiment's, whose ``experiment.json`` or Ray
+       state is missing, truncated or corrupt, or whose trials do not match it; a checkpoint or
+       shared pretrained model that does not load as tensors (never unpickled). All refused
+       before any work starts, in one line naming the problem and the fix (docs/reliability.md).
  3     no usable result: the command ran but nothing counts (search: every trial errored or
        diverged).
  4     an external service failed while the command worked: a download or its verification
-       (``ssot-data fetch``), the object store (results written meanwhile are kept).
- 130   interrupted (Ctrl-C; or a search that did not end: ``--resume`` continues). Commands
-       that keep their runs continue when run again.
+       (``ssot-data fetch``), the object store, or the storage of a search failing mid-search
+       (read-only, full: results written meanwhile are kept, ``--resume`` once it is fixed).
+ 130   interrupted (Ctrl-C, also while a command's modules load; or a search that did not end:
+       ``--resume`` continues). Commands that keep their runs continue when run again.
 =====  ======================================================================================
 
 Every ``main`` is :func:`command`: it parses the arguments and runs the work through :func:`run`, which prints a user error
@@ -92,12 +99,12 @@ def exit_status(exc: BaseException) -> int:
     return EXIT_EXTERNAL if isinstance(exc, ExternalError) else EXIT_USAGE
 
 
-def run(body: Callable[[], int], *, interrupted: str = "") -> int:
+def run(body: Callable[[], int], *, interrupted: str | Callable[[], str] = "") -> int:
     """Run a command's work: its status, or the status of the error that stopped it.
 
     A :class:`ssot.errors.SSOTError` is printed as one line ``error: <message>`` on stderr (no
     traceback); Ctrl-C prints ``interrupted`` (then ``; <interrupted>`` when given, e.g. what is
-    kept and how to continue).
+    kept and how to continue; a function giving it when the work learnt it).
     """
     try:
         return body()
@@ -105,7 +112,8 @@ def run(body: Callable[[], int], *, interrupted: str = "") -> int:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return exit_status(exc)
     except KeyboardInterrupt:
-        print("interrupted" + (f"; {interrupted}" if interrupted else ""), file=sys.stderr)
+        said = interrupted() if callable(interrupted) else interrupted
+        print("interrupted" + (f"; {said}" if said else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -115,17 +123,25 @@ def runs_status(records: Iterable[Any]) -> int:
                           for r in records) else EXIT_FAILED
 
 
-def command(parser: argparse.ArgumentParser, work: Callable[[argparse.Namespace], int], argv: Sequence[str] | None = None, *,
-            interrupted: str = "", kept: Callable[[argparse.Namespace], Any] | None = None) -> int:
+def command(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentParser], work: Callable[[argparse.Namespace], int],
+            argv: Sequence[str] | None = None, *, interrupted: str = "", kept: Callable[[argparse.Namespace], Any] | None = None) -> int:
     """A command's ``main``: parse ``argv`` with ``parser``, then :func:`run` ``work(args)``.
 
-    ``interrupted`` is what Ctrl-C adds to ``interrupted``; a command that keeps its finished runs
-    where ``kept(args)`` says (and continues there when run again) says so instead.
+    ``parser`` may be a function that builds it: a command whose imports are slow (the dashboard's
+    figures) imports them there and in ``work``, so that Ctrl-C during those imports is
+    ``interrupted`` too, not a traceback. ``interrupted`` is what Ctrl-C adds to ``interrupted``;
+    a command that keeps its finished runs where ``kept(args)`` says (and continues there when run
+    again) says so instead.
     """
-    args = parser.parse_args(argv)
-    if kept is not None:
-        interrupted = f"finished runs are kept in {kept(args)}, rerun the same command to continue"
-    return run(lambda: work(args), interrupted=interrupted)
+    said = [interrupted]
+
+    def body() -> int:
+        args = (parser if isinstance(parser, argparse.ArgumentParser) else parser()).parse_args(argv)
+        if kept is not None:
+            said[0] = f"finished runs are kept in {kept(args)}, rerun the same command to continue"
+        return work(args)
+
+    return run(body, interrupted=lambda: said[0])
 
 
 # ------------------------------------------------------------------------------------ outputs

@@ -72,6 +72,11 @@ DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16")
 #: Values of ``ot_solver`` (the solvers live in :mod:`ssot.solvers`; kept here so config stays torch-free).
 OT_SOLVERS = ("net", "vector", "sinkhorn")
+#: Values of ``transform``, the image transforms (:mod:`ssot.data.benchmarks` for JPEGs,
+#: :mod:`ssot.data.augment` for a decoded-image cache): ``default`` random resized crop + flip for
+#: training, resize + centre crop for evaluation; ``paper`` the paper's "224x224 center crops of
+#: 256x256 resized images" for both.
+TRANSFORMS = ("default", "paper")
 #: The field groups (module docstring).
 GROUPS = ("searched", "pretraining", "task", "path", "runtime")
 
@@ -274,6 +279,12 @@ class SSOTConfig:
                                    "task", "path", flag="--source")
     target_dir: str | None = param(None, OptionalPath(), "task custom: target folder with class sub-folders, or a flat "
                                    "folder of unlabeled images", "task", "path", flag="--target")
+    image_cache: str | None = param(None, OptionalPath(), "a decoded-image cache of the task (python -m ssot.data prepare) "
+                                    "to train on instead of its JPEGs: crops, flips and normalisation run on the device",
+                                    "pretraining", "task", "path")
+    transform: str = param("default", Options(TRANSFORMS), "image transforms: default (random resized crop + flip for "
+                           "training) or paper (224x224 centre crops of 256x256 resized images, training and evaluation)",
+                           "pretraining", "task")
     image_size: int = param(224, _INT1, "crop size of the image transforms (paper: 224)", "pretraining", "task")
     resize_size: int = param(256, _INT1, "resize before the centre crop at evaluation (paper: 256)", "pretraining", "task")
     eval_batch_size: int = param(256, _INT1, "batch size of the no-gradient evaluation passes", "runtime")
@@ -289,6 +300,8 @@ class SSOTConfig:
     device: str = param("auto", Options(DEVICES), "auto (CUDA when available), cpu or cuda", "runtime")
     precision: str = param("fp32", Options(PRECISIONS), "fp32 or bf16 (autocast of f and eta; the OT maths stays in fp32)",
                            "pretraining")
+    compile: bool = param(False, Boolean(), "torch.compile the feature extractor on CUDA (ignored on CPU; "
+                          "benchmarks/gpu.py measures whether it helps)", "runtime")
     seed: int = param(0, _INT0, "seed of every random number generator of the run", "pretraining")
 
     # ------------------------------------------------------------------ construction
@@ -363,6 +376,9 @@ class SSOTConfig:
             raise ConfigError(f"The 'features_path' parameter is set but 'backbone' is {self.backbone!r}. Use backbone 'features' to train on a feature cache.")
         if self.backbone == "features" and not self.features_path:
             raise ConfigError("The 'backbone' parameter is 'features' but 'features_path' is not set. Pass the path of a feature cache.")
+        if self.image_cache and (self.backbone == "features" or not registry.task(self.task).spec.on_disk):
+            raise ConfigError(f"The 'image_cache' parameter is set, but task {self.task!r} with backbone {self.backbone!r} does not "
+                              "read images of a benchmark. Drop --image-cache, or use it with an image task such as A2W.")
 
 
 def _parameters_section() -> str:

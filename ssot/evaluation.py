@@ -12,9 +12,10 @@ accuracy is then ``None`` and only the validators are reported.
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -23,8 +24,18 @@ from torch.utils.data import Dataset, Subset
 from ssot import validators as V
 from ssot.data.base import TaskData
 
-if TYPE_CHECKING:
-    from ssot.trainer import Trainer
+
+class Trainer(Protocol):
+    """What the evaluation pass uses of a run (:class:`ssot.trainer.Trainer`)."""
+
+    f: torch.nn.Module
+    eta: torch.nn.Module
+    task: TaskData
+
+    def eval_batches(self, ds: Dataset) -> Iterator[tuple[torch.Tensor, torch.Tensor]]: ...
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 
 MIX_LAMBDA = 0.55  # MixVal's fixed mixing ratio (Hu et al. 2023)
 MIX_SEED = 0  # MixVal's pairs: the same for every run, so candidates are probed with the same pairs
@@ -44,23 +55,20 @@ class Pass:
 def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False, mix_seed: int = MIX_SEED) -> Pass:
     """Features, probabilities and labels of ``ds``; with ``mix``, MixVal's counts as well.
 
-    MixVal's partner inputs are read by a second loader over the same dataset in partner order
-    (:func:`ssot.validators.mixval_partners` of ``len(ds)`` and ``mix_seed``), zipped with the
-    first: every pair is formed across batch boundaries, so the score does not depend on
-    ``eval_batch_size``. The pseudo-labels of both members come from this same pass.
+    MixVal's partner inputs are a second stream of evaluation batches over the same samples in
+    partner order (:func:`partner_view`), zipped with the first: every pair is formed across batch
+    boundaries, so the score does not depend on ``eval_batch_size``. The pseudo-labels of both
+    members come from this same pass.
     """
     was_training = trainer.f.training
     trainer.f.eval(); trainer.eta.eval()
     feats, probs, labels, mixed = [], [], [], []
-    partner = V.mixval_partners(len(ds), mix_seed) if mix else None
-    partners = trainer._loader(Subset(ds, partner.tolist()), train=False) if partner is not None else None
-    for x, y, *rest in _zip_batches(trainer._loader(ds, train=False), partners):
-        x = x.to(trainer.device, non_blocking=True)
-        f, logits = trainer._forward(x)
-        feats.append(f); probs.append(torch.softmax(logits, dim=1)); labels.append(y.to(trainer.device))
+    partner, view = partner_view(ds, mix_seed) if mix else (None, None)
+    for x, y, *rest in _zip_batches(trainer.eval_batches(ds), trainer.eval_batches(view) if view is not None else None):
+        f, logits = trainer.forward(x)
+        feats.append(f); probs.append(torch.softmax(logits, dim=1)); labels.append(y)
         if rest:
-            x_b = rest[0].to(trainer.device, non_blocking=True)
-            _, logits_mixed = trainer._forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * x_b)
+            _, logits_mixed = trainer.forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * rest[0])
             mixed.append(torch.softmax(logits_mixed, dim=1))
     trainer.f.train(was_training); trainer.eta.train(was_training)
     out = Pass(torch.cat(feats), torch.cat(probs), torch.cat(labels).long())
@@ -68,6 +76,51 @@ def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False, mix_seed: int =
         pseudo = out.probs.argmax(1)
         out.mix = V.mixval_scores(torch.cat(mixed), pseudo, pseudo[partner.to(pseudo.device)])
     return out
+
+
+class _PartnerView(Subset):
+    """``Subset(base, indices)`` holding ``base`` weakly, so that :func:`partner_view`'s cache
+    never keeps a run's data alive; pickled (to loader workers) as a plain ``Subset``."""
+
+    def __init__(self, base: Dataset, indices: list[int]):  # no super().__init__: ``dataset`` is a property
+        self._base = weakref.ref(base)
+        self.indices = indices
+
+    @property
+    def dataset(self) -> Dataset:  # type: ignore[override]
+        return self._base()  # type: ignore[return-value]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Subset, (self.dataset, self.indices)
+
+
+_PARTNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def partner_view(ds: Dataset, seed: int = MIX_SEED) -> tuple[torch.Tensor, Dataset]:
+    """``(partner, view)``: MixVal's partners of ``ds`` (:func:`ssot.validators.mixval_partners`)
+    and a dataset of the partner samples in order (``view[i] = ds[partner[i]]``).
+
+    The view is the same object for the same ``ds`` and ``seed``, so a run's persistent loader of
+    it (:class:`ssot.batches.Batches`) is made once, not once per epoch; it indexes the dataset
+    under a :class:`~torch.utils.data.Subset` directly, which keeps a decoded-image cache's fast
+    path (:func:`ssot.batches.decoded_view` looks through one ``Subset``).
+    """
+    try:
+        cached = _PARTNERS.get(ds)
+    except TypeError:  # not weak-referenceable: no cache
+        cached = None
+    if cached is not None and cached[0] == seed:
+        return cached[1], cached[2]
+    partner = V.mixval_partners(len(ds), seed)  # type: ignore[arg-type]
+    order = partner.tolist()
+    base, indices = (ds.dataset, [ds.indices[i] for i in order]) if isinstance(ds, Subset) else (ds, order)
+    view = _PartnerView(base, indices)
+    try:
+        _PARTNERS[ds] = (seed, partner, view)
+    except TypeError:
+        pass
+    return partner, view
 
 
 def _zip_batches(loader: Iterable, partners: Iterable | None) -> Iterator[tuple]:

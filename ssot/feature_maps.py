@@ -79,7 +79,7 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
         trainer.f.load_state_dict(state[name]["f"]); trainer.eta.load_state_dict(state[name]["eta"])
         trainer.f.eval()
         with torch.no_grad():
-            feats[name] = torch.cat([torch.cat([trainer.f(x) for x, _ in trainer._loader(ds, train=False)]) for ds in (src, tgt)]).numpy()
+            feats[name] = torch.cat([torch.cat([trainer.f(x) for x, _ in trainer.eval_batches(ds)]) for ds in (src, tgt)]).numpy()
     return {"features": feats, "label": labels.numpy(), "domain": domain.numpy(), "outlier_classes": list(trainer.task.outlier_classes),
             "class_names": list(trainer.task.class_names), "config": config.to_dict()}
 

@@ -5,7 +5,8 @@ the target features :math:`F_t`, the target sample ids (positions in the target 
 source weights :math:`w` (summing to 1). It offers
 
 - :meth:`ascend`: improve its own state with the features fixed; returns the OT value of the
-  batch *before* the update (the epoch's ``ot_value`` is its mean);
+  batch *before* the update as a 0-dim tensor on the batch's device (the epoch's ``ot_value`` is
+  its mean; the trainer reads it once per epoch, not once per step: no host sync);
 - :meth:`loss`: the OT loss ``L_OT`` the feature extractor descends, differentiable in the cost.
 
 ``net`` (default, the paper's method)
@@ -95,12 +96,12 @@ class NetSolver:
     def __init__(self, g: torch.nn.Module, opt: torch.optim.Optimizer, eps: float, steps: int):
         self.g, self.opt, self.eps, self.steps = g, opt, eps, steps
 
-    def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> float:
-        first = float("nan")
+    def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
+        first = torch.full((), float("nan"), device=cost.device)
         for k in range(self.steps):
             h = ot.semi_dual(cost, self.g(ft).reshape(-1), w, self.eps)
             if k == 0:
-                first = h.item()
+                first = h.detach()
             self.opt.zero_grad(set_to_none=True)
             (-h).backward()
             self.opt.step()
@@ -136,14 +137,14 @@ class VectorSolver:
             raise ValueError("The 'vector' OT solver needs the target sample ids of the batch (pass ids to Trainer.step).")
         return ids.to(self.v.device).long()
 
-    def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> float:
+    def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
         ids = self._need(ids)
-        first = float("nan")
+        first = torch.full((), float("nan"), device=cost.device)
         for k in range(self.steps):
             g = self.v[ids].clone().requires_grad_(True)
             h = ot.semi_dual(cost, g, w, self.eps)
             if k == 0:
-                first = h.item()
+                first = h.detach()
             (grad,) = torch.autograd.grad(h, g)
             self.v[ids] += self.lr * (self.eps or 1.0) * len(ids) * grad  # POT's SAG step: eps / max(a)
         return first
@@ -170,11 +171,11 @@ class SinkhornSolver:
         b = torch.full((cost.shape[1],), 1.0 / cost.shape[1], dtype=cost.dtype, device=cost.device)
         return sinkhorn_log(cost.detach(), w.detach().to(cost.dtype), b, self.eps, self.iters)
 
-    def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> float:
+    def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
         """Solve the batch; the plan is kept for the feature step on the same batch."""
         plan = self.plan(cost, w)
         self._cached = (cost.detach(), w.detach(), plan)
-        return float((plan * cost).sum())
+        return (plan * cost).sum().detach()
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
         r""":math:`\langle P, \tilde C\rangle`, reusing the plan of :meth:`ascend` when the cost and weights are the same."""

@@ -13,10 +13,30 @@ end of each epoch (``pt_refresh = 0``) or from a dedicated pass every ``pt_refre
 
 The reported accuracy of a run is the target accuracy at its *last* epoch: picking the best
 epoch would use target labels, which an unsupervised method cannot see.
+
+No host sync per step
+---------------------
+On a GPU, reading a value on the host (``.item()``, ``float()``, ``if tensor``) waits for every
+queued kernel. The step therefore returns its losses as device tensors; an epoch adds them to
+float64 sums on the device (the same additions, in the same order, as the Python floats of
+before: the epoch means are unchanged) and reads the sums once per epoch. Divergence is still
+caught within the epoch: a sum is finite exactly when every value added to it was, and the sums
+are read every :data:`CHECK_EVERY` iterations and at the end of the epoch; the
+:class:`DivergedError` names the window of iterations (``within iterations 26-50``). The feature
+step no longer skips the optimiser step of a non-finite loss (that test was a sync): a diverged
+run is stopped at the next check, at most ``CHECK_EVERY - 1`` iterations later, and its models
+are not used again. Pretraining likewise. The ``sinkhorn`` solver still reads its convergence
+test on the host every 10 of its iterations.
+
+Batches come from :class:`ssot.batches.Batches` (persistent DataLoader workers, or a decoded-image
+cache with the augmentation on the device). On CUDA, ResNet-50 runs channels_last, and
+``torch.compile`` when the config's ``compile`` asks for it.
 """
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import math
 import random
 import time
@@ -27,17 +47,21 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, Subset
+from torch.utils.data import Dataset, Subset
 
 from ssot import evaluation, ot
+from ssot.batches import Batches
 from ssot.config import PRETRAINING_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
-from ssot.data.base import usable_workers
 from ssot.errors import ConfigError, DivergedError
 from ssot.models import build_models
 from ssot.solvers import SampleIds, build_solver
 
 EpochCallback = Callable[[dict[str, Any]], None]
+#: Iterations between two reads of an epoch's loss sums (the divergence check; one host sync each).
+CHECK_EVERY = 25
+#: The losses an iteration returns, averaged over the epoch into its metrics.
+LOSSES = ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")
 
 
 @dataclass
@@ -75,10 +99,13 @@ def dataset_labels(ds: Dataset) -> torch.Tensor:
     return torch.tensor([int(ds[i][1]) for i in range(len(ds))], dtype=torch.long)
 
 
-def _finite(name: str, value: float, where: str) -> float:
-    if not math.isfinite(value):
-        raise DivergedError(f"non-finite {name} ({value}) {where}")
-    return value
+def check_finite(sums: torch.Tensor, names: tuple[str, ...], where: str) -> list[float]:
+    """The values of ``sums`` (one host read); :class:`DivergedError` naming the first non-finite one."""
+    values = sums.tolist()
+    for name, value in zip(names, values):
+        if not math.isfinite(value):
+            raise DivergedError(f"non-finite {name} ({value}) {where}")
+    return values
 
 
 class Trainer:
@@ -102,9 +129,14 @@ class Trainer:
         K = self.task.num_classes
         input_dim = self.task.input_shape[0] if config.backbone == "features" else None
         f, eta, g = build_models(config, K, input_dim)
-        self.f, self.eta, self.g = f.to(self.device), eta.to(self.device), g.to(self.device)
+        self.batches = Batches(config, self.device)
+        self.f = f.to(self.device, memory_format=self.batches.format)
+        self.eta, self.g = eta.to(self.device), g.to(self.device)
+        # torch.compile on CUDA only (on a CPU it would compile C++ for minutes and change nothing measured)
+        self._f = torch.compile(self.f) if config.compile and self.device.type == "cuda" else self.f
 
         self.source_train, held_out = evaluation.split_source(self.task, config.source_holdout, config.seed)
+        self.target_ids = SampleIds(self.task.target)  # target batches carry sample ids, never labels
         self.source_labels = dataset_labels(self.source_train)
         self.p_s = ot.label_frequencies(self.source_labels, K).to(self.device)
         self.outliers = torch.tensor(self.task.outlier_classes, dtype=torch.long, device=self.device)
@@ -149,28 +181,14 @@ class Trainer:
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def _loader(self, ds: Dataset, *, train: bool, seed: int = 0) -> DataLoader:
-        cfg = self.config
-        # never more workers than CPUs (PyTorch warns, and they fight); none for in-memory features
-        workers = 0 if cfg.backbone == "features" else usable_workers(cfg.num_workers)
-        kwargs: dict[str, Any] = {"num_workers": workers, "pin_memory": self.device.type == "cuda"}
-        if workers > 0:
-            kwargs["persistent_workers"] = False
-        if train:
-            gen = torch.Generator().manual_seed(seed)
-            return DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, drop_last=len(ds) >= cfg.batch_size, generator=gen, **kwargs)
-        return DataLoader(ds, batch_size=cfg.eval_batch_size, shuffle=False, **kwargs)
+    def eval_batches(self, ds: Dataset) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """``ds`` in order, by evaluation batches, on the device (:meth:`ssot.batches.Batches.eval`)."""
+        return self.batches.eval(ds)
 
-    def _batches(self, ds: Dataset, seed: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Endless shuffled batches, deterministic given ``seed`` (so a resumed epoch repeats exactly)."""
-        loader = self._loader(ds, train=True, seed=seed)
-        while True:
-            for x, y in loader:
-                yield x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-
-    def _forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features and logits of ``x`` (float32; computed under the config's autocast)."""
         with self._autocast():
-            feats = self.f(x)
+            feats = self._f(x)
             logits = self.eta(feats)
         return feats.float(), logits.float()
 
@@ -180,10 +198,10 @@ class Trainer:
         was_training = self.f.training
         self.f.eval(); self.eta.eval()
         probs, labels = [], []
-        for x, y in self._loader(ds, train=False):
-            _, logits = self._forward(x.to(self.device, non_blocking=True))
+        for x, y in self.eval_batches(ds):
+            _, logits = self.forward(x)
             probs.append(torch.softmax(logits, dim=1))
-            labels.append(y.to(self.device))
+            labels.append(y)
         self.f.train(was_training); self.eta.train(was_training)
         return torch.cat(probs), torch.cat(labels)
 
@@ -220,15 +238,20 @@ class Trainer:
         opt = self._adam(cfg.lr_pretrain)
         self.f.train(); self.eta.train()
         for ep in range(cfg.pretrain_epochs):
-            loader = self._loader(self.source_train, train=True, seed=cfg.seed * 100_003 + 7919 + ep)
-            for x, y in self._bar(loader, len(loader), f"pretrain {ep + 1}/{cfg.pretrain_epochs}"):
-                x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-                _, logits = self._forward(x)
+            n = self.batches.per_pass(self.source_train)
+            batches = itertools.islice(self.batches.train(self.source_train, cfg.seed * 100_003 + 7919 + ep), n)
+            total = torch.zeros(1, dtype=torch.float64, device=self.device)  # checked like the adaptation losses
+            checked = 0
+            for it, (x, y) in enumerate(self._bar(batches, n, f"pretrain {ep + 1}/{cfg.pretrain_epochs}")):
+                _, logits = self.forward(x)
                 loss = F.cross_entropy(logits, y)
-                _finite("pretraining loss", loss.item(), f"in pretraining epoch {ep + 1}")
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                total += loss.detach()
+                if (it + 1) % CHECK_EVERY == 0 or it + 1 == n:
+                    check_finite(total, ("pretraining loss",), f"in pretraining epoch {ep + 1}, within iterations {checked + 1}-{it + 1}")
+                    checked = it + 1
         metrics = self.evaluate()
         self.record["source_only"] = metrics
         self.record["source_only_target_acc"] = metrics["target_acc"]
@@ -245,25 +268,30 @@ class Trainer:
         self.epoch += 1
         start = time.perf_counter()
         seed = cfg.seed * 100_003 + self.epoch
-        src, tgt = self._batches(self.source_train, seed), self._batches(SampleIds(self.task.target), seed + 50_000)
-        sums = {k: 0.0 for k in ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")}
+        src, tgt = self.batches.train(self.source_train, seed), self.batches.train(self.target_ids, seed + 50_000)
+        sums = torch.zeros(len(LOSSES), dtype=torch.float64, device=self.device)  # read every CHECK_EVERY iterations
         n_iter = self.iterations_per_epoch()
+        checked = 0
         self.f.train(); self.eta.train(); self.g.train()
         for it in self._bar(range(n_iter), n_iter, f"epoch {self.epoch}/{cfg.epochs}"):
             if cfg.pt_refresh and it > 0 and it % cfg.pt_refresh == 0:
                 self._set_class_weights(self.predict(self.task.target_eval)[0].mean(0))
             (xs, ys), (xt, ids) = next(src), next(tgt)  # target batches carry sample ids, never labels
             losses = self.step(xs, ys, xt, ids)
-            where = f"at epoch {self.epoch}, iteration {it + 1}"
-            for k, v in losses.items():
-                sums[k] += _finite(k, v, where)
-        metrics = {"epoch": self.epoch, **{k: v / n_iter for k, v in sums.items()}, **self.evaluate()}
+            sums += torch.stack([losses[k] for k in LOSSES])
+            if (it + 1) % CHECK_EVERY == 0 or it + 1 == n_iter:
+                values = check_finite(sums, LOSSES, f"at epoch {self.epoch}, within iterations {checked + 1}-{it + 1}")
+                checked = it + 1
+        metrics = {"epoch": self.epoch, **{k: v / n_iter for k, v in zip(LOSSES, values)}, **self.evaluate()}
         metrics["time_s"] = time.perf_counter() - start
         self.record["epochs"].append(metrics)
         return metrics
 
-    def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> dict[str, float]:
-        """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt`` (sample ids ``ids``)."""
+    def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt`` (sample ids ``ids``).
+
+        Returns the losses of :data:`LOSSES` as 0-dim tensors on the device (not read: no host sync).
+        """
         batch = self.forward_batch(xs, ys, xt, ids)
         h = self.g_step(batch)
         losses = self.feature_step(batch)
@@ -272,7 +300,7 @@ class Trainer:
     def forward_batch(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> Batch:
         """One forward pass of both batches through ``f`` and ``eta`` (gradients on)."""
         bs = xs.shape[0]
-        feats, logits = self._forward(torch.cat([xs, xt]))
+        feats, logits = self.forward(torch.cat([xs, xt]))
         probs = torch.softmax(logits, dim=1)
         return Batch(fs=feats[:bs], ft=feats[bs:], logits_s=logits[:bs], ps=probs[:bs], pt=probs[bs:], ys=ys,
                      cost=ot.cost_matrix(feats[:bs], feats[bs:]), w=ot.source_weights(self.m, ys), ids=ids)
@@ -281,17 +309,18 @@ class Trainer:
         cfg = self.config
         return cost * (cfg.mask_scale * ot.soft_mask(ps, pt)) if cfg.use_mask else cost
 
-    def g_step(self, b: Batch) -> float:
+    def g_step(self, b: Batch) -> torch.Tensor:
         """(a) the OT solver (``g`` by default) ascends with ``f`` and ``eta`` fixed (inputs detached).
 
-        Returns the OT value before the first ascent step (the epoch's ``ot_value`` is its mean).
+        Returns the OT value before the first ascent step, a 0-dim tensor (the epoch's ``ot_value`` is its mean).
         """
         return self.solver.ascend(self._masked(b.cost.detach(), b.ps.detach(), b.pt.detach()), b.ft.detach(), b.ids, b.w)
 
-    def feature_step(self, b: Batch) -> dict[str, float]:
+    def feature_step(self, b: Batch) -> dict[str, torch.Tensor]:
         """(b) ``f`` and ``eta`` descend ``L_CE + lambda_OT H + lambda_Ent L_Ent`` with ``g`` frozen.
 
-        A non-finite loss is returned without stepping (the caller raises :class:`DivergedError`).
+        Steps whatever the loss (testing it would sync the host): a non-finite loss is caught by
+        the epoch's next check (:data:`CHECK_EVERY`), which raises :class:`DivergedError`.
         """
         cfg = self.config
         self.g.requires_grad_(False)
@@ -301,13 +330,12 @@ class Trainer:
             loss_ce = (self.m[b.ys] * F.cross_entropy(b.logits_s, b.ys, reduction="none")).mean()
             loss_ent = ot.entropy(b.pt)
             loss = loss_ce + cfg.lambda_ot * loss_ot + cfg.lambda_ent * loss_ent
-            if torch.isfinite(loss):
-                self.opt_fe.zero_grad(set_to_none=True)
-                loss.backward()
-                self.opt_fe.step()
+            self.opt_fe.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt_fe.step()
         finally:
             self.g.requires_grad_(True)
-        return {"loss_total": loss.item(), "loss_ce": loss_ce.item(), "loss_ot": loss_ot.item(), "loss_ent": loss_ent.item()}
+        return {"loss_total": loss.detach(), "loss_ce": loss_ce.detach(), "loss_ot": loss_ot.detach(), "loss_ent": loss_ent.detach()}
 
     # ------------------------------------------------------------------ the whole run
     def fit(self, on_epoch: EpochCallback | None = None) -> dict[str, Any]:
@@ -347,13 +375,17 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     PRETRAIN_FIELDS = PRETRAINING_FIELDS  # the config's "pretraining" group
 
+    # Both states hold only tensors and plain types (the run record and the source-only evaluation
+    # as JSON text, the RNG state as a tensor), so they load with torch.load(weights_only=True):
+    # loading a state never runs code from the file (tune/trainable.py, docs/reliability.md).
     def pretrained_state(self) -> dict[str, Any]:
         """The source-only model and its evaluation, shareable by every run whose config agrees
         on :attr:`PRETRAIN_FIELDS` (a search pretrains once per seed, not once per trial)."""
         if self.record["source_only"] is None:
             raise RuntimeError("pretrained_state() before pretrain()")
         return {"f": self.f.state_dict(), "eta": self.eta.state_dict(), "p_t": self.p_t.cpu(),
-                "source_only": self.record["source_only"], "key": {k: getattr(self.config, k) for k in self.PRETRAIN_FIELDS}}
+                "source_only": json.dumps(self.record["source_only"]),
+                "key": {k: getattr(self.config, k) for k in self.PRETRAIN_FIELDS}}
 
     def load_pretrained(self, state: dict[str, Any]) -> None:
         """Start adaptation from a :meth:`pretrained_state` instead of pretraining."""
@@ -362,15 +394,16 @@ class Trainer:
             raise ValueError("pretrained state was made with a different pretraining config")
         self.f.load_state_dict(state["f"]); self.eta.load_state_dict(state["eta"])
         self._set_class_weights(state["p_t"].to(self.device))
-        self.record["source_only"] = state["source_only"]
-        self.record["source_only_target_acc"] = state["source_only"]["target_acc"]
+        source_only = state["source_only"]
+        self.record["source_only"] = json.loads(source_only) if isinstance(source_only, str) else source_only
+        self.record["source_only_target_acc"] = self.record["source_only"]["target_acc"]
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the run exactly at an epoch boundary."""
         return {
             "f": self.f.state_dict(), "eta": self.eta.state_dict(), "g": self.g.state_dict(),
             "opt_fe": self.opt_fe.state_dict(), "opt_g": self.opt_g.state_dict(),
-            "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": self.record,
+            "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": json.dumps(self.record),
             "torch_rng": torch.get_rng_state(), "solver": self.solver.state_dict(),
         }
 
@@ -379,7 +412,7 @@ class Trainer:
         self.opt_fe.load_state_dict(state["opt_fe"]); self.opt_g.load_state_dict(state["opt_g"])
         self._set_class_weights(state["p_t"].to(self.device))
         self.epoch = int(state["epoch"])
-        self.record = state["record"]
+        self.record = json.loads(state["record"]) if isinstance(state["record"], str) else state["record"]
         torch.set_rng_state(state["torch_rng"])
         self.solver.load_state_dict(state.get("solver", {}))
 

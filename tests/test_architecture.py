@@ -11,10 +11,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("ssot", "tune", "analysis")
 
-#: Cycles that exist only through imports under ``if TYPE_CHECKING:`` (never executed), known and
-#: owned by another branch: ``ssot.evaluation`` types its argument as a ``Trainer`` and calls its
-#: private helpers (the image branch moves them out and removes this entry).
-KNOWN_TYPING_CYCLES = {frozenset({"ssot.evaluation", "ssot.trainer"})}
+#: Cycles that exist only through imports under ``if TYPE_CHECKING:`` (never executed): none.
+KNOWN_TYPING_CYCLES: set[frozenset[str]] = set()
 
 #: Private names imported from another module in files other branches own: ``ssot/features.py``
 #: (the population branch) seeds with the trainer's helper (the image branch's ``ssot/trainer.py``).

@@ -114,7 +114,8 @@ def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], N
     URI such as ``s3://bucket/prefix``, read as the export reads it, :func:`tune.export.read_candidates`).
 
     Experiments that are not finished or have no eligible trial are skipped with one line to
-    ``warn``; so is a shortfall of eligible trials.
+    ``warn``; so is a shortfall of eligible trials, and each problem the reader worked around in
+    an experiment used (e.g. malformed rows of ``trials.csv`` dropped).
 
     Raises
     ------
@@ -131,6 +132,8 @@ def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], N
         except ResultsError as exc:
             warn(f"skipped {experiment.path}: {exc}")
             continue
+        for problem in experiment.problems:  # what the reader worked around, as export and the dashboard print it
+            warn(f"{problem.path}: {problem.message}")
         task = best[0].task
         if task in seen:
             raise ResultsError(f"The experiments {seen[task]} and {experiment.path} are both for task {task!r}; "

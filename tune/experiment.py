@@ -7,7 +7,9 @@ and the best-trial rule are owned by :mod:`ssot.results`; the tidy outputs are b
 """
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,23 +18,26 @@ from typing import Any
 from ray import tune as ray_tune
 
 from ssot.cli import check_output
-from ssot.config import PATH_FIELDS, SSOTConfig
+from ssot.config import PATH_FIELDS, RUNTIME_FIELDS, SSOTConfig
 from ssot.data import build_task
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, SSOTError
 from ssot.results import metrics, storage
 from ssot.results.experiment import EXPERIMENT_FILE, FINISHED, new_meta
+from ssot.results.lock import LOCK_FILE, ExperimentLock
 from ssot.results.metrics import DEFAULT_METRIC, DIRECTIONS, LABEL_FREE, SEARCH_METRICS
 from ssot.results.trials import ERRORED, RUNNING
+from tune import mps
 from tune import space as spaces
+from tune import state
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
-from tune.study import check_study, optuna_storage, public_url, study_name
+from tune.study import StoredOptunaSearch, check_study, optuna_storage, public_url, study_name
 from tune.trackers import tracker_callbacks
 from tune.outputs import SearchOutcome, collect, expected_trials, trial_frame, write_outputs
-from tune.trainable import ssot_trainable, trial_dirname
+from tune.trainable import PRETRAINED_DIR, load_state, pretrained_path, ssot_trainable, trial_dirname
 
 SEARCHES = ("tpe", "grid", "random")
 DEFAULT_MAX_FAILURES = 2
@@ -76,6 +81,8 @@ class SearchOptions:
     #: Custom Ray resources each trial requests besides CPUs and GPUs, e.g. ``{"worker_node": 1}``
     #: to run trials only on nodes started with ``ray start --resources '{"worker_node": N}'``.
     trial_resources: dict[str, float] = field(default_factory=dict)
+    #: Use NVIDIA MPS when trials share a GPU (a fractional ``gpus_per_trial``; :mod:`tune.mps`).
+    mps: bool = True
 
     def validate(self) -> None:
         if self.metric not in SEARCH_METRICS:
@@ -96,6 +103,8 @@ class SearchOptions:
             if name.lower() in ("cpu", "gpu") or not isinstance(amount, (int, float)) or not amount > 0:
                 raise ConfigError(f"The 'trial_resources' parameter must map custom resource names (not CPU/GPU: use "
                                   f"--cpus-per-trial and --gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
+        if self.name is not None:
+            storage.check_name(self.name, "--name")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"The 'max_concurrent' parameter must be >= 1. Got {self.max_concurrent!r} instead.")
         if self.metric not in metrics.selectable_metrics():
@@ -138,9 +147,14 @@ def check_resources(options: SearchOptions) -> float:
     gpus, cpus = total.get("GPU", 0.0), total.get("CPU", 0.0)
     want = options.gpus_per_trial if options.gpus_per_trial is not None else (1.0 if gpus >= 1 else 0.0)
     if want > gpus:
+        fix = (f"a value <= {gpus:g} (fractions such as 0.5 pack several trials per GPU), or 0 for CPUs" if gpus > 0
+               else "0: the cluster has no GPU, trials run on CPUs")
         raise ConfigError(f"--gpus-per-trial {want:g} asks for more GPUs than the Ray cluster has ({gpus:g}); "
-                          f"trials would stay PENDING forever. Use --gpus-per-trial 0 (CPU) or a fraction <= {gpus:g}.")
+                          f"trials would stay PENDING forever. Use --gpus-per-trial {fix}.")
     if options.cpus_per_trial > cpus:
+        if cpus < 1:  # e.g. a head node started with --num-cpus 0 and no worker node yet
+            raise ConfigError(f"The Ray cluster has no CPU ({cpus:g}): no trial can run. Add nodes with CPUs "
+                              "(`ray start --address ...`), or drop --address to start a local Ray.")
         raise ConfigError(f"--cpus-per-trial {options.cpus_per_trial:g} exceeds the {cpus:g} CPUs of the Ray cluster. "
                           f"Use a value <= {cpus:g}.")
     for name, amount in options.trial_resources.items():
@@ -181,8 +195,9 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
         points = None
     stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
-    searcher = OptunaSearch(space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
-                            sampler=sampler, points_to_evaluate=points, **stored)
+    searcher = (StoredOptunaSearch if stored else OptunaSearch)(
+        space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
+        sampler=sampler, points_to_evaluate=points, **stored)
     # The searcher proposes a trial only when a slot is free, so TPE learns from every result
     # reported before (ConcurrencyLimiter: some Ray releases also ignored
     # TuneConfig.max_concurrent_trials with custom searchers).
@@ -217,8 +232,6 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     Connects to the Ray cluster at ``address`` (``"auto"`` for the local one started with
     ``ray start``), else starts a local Ray (shut down again at the end).
     """
-    import ray
-
     options.validate()
     # a file in the way, no permission, an unreachable store, a missing bucket, no credentials: one line, before any trial
     check_output(options.storage_path, "--storage-path", folder=True)
@@ -231,20 +244,46 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
                           f"Use a label-free metric: {', '.join(LABEL_FREE)}.")
     root = experiment_root(options)
     path = storage.join(root, base.task)
-    exists = storage.exists(storage.join(path, EXPERIMENT_FILE)) or storage.exists(path)
+    existed = storage.exists(path)
+    # one driver at a time (a new search or --resume): taken before any work, released at the end
+    with ExperimentLock(path):
+        return _locked(options, base, root, path, existed=existed, address=address, num_cpus=num_cpus)
+
+
+def _locked(options: SearchOptions, base: SSOTConfig, root: str, path: str, *, existed: bool, address: str | None,
+            num_cpus: int | None) -> SearchOutcome:
+    """:func:`run_search` once the experiment's lock is held: the checks of what exists (the
+    folder before the lock was taken, or anything but the lock now), then Ray."""
+    import ray
+
+    exists = existed or storage.exists(storage.join(path, EXPERIMENT_FILE)) or bool(set(storage.entries(path)) - {LOCK_FILE})
     if exists and not options.resume:
         raise SSOTError(f"Experiment {path} already exists. Pass --resume to continue it, or choose another --name.")
     if options.resume and not exists:
         raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
+    check_pretrained(root, base)
     if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
         check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
+    wanted = search_meta(options, base, root)
+    info, restore = _resumed(options, path, wanted) if exists else (wanted, False)
+    if isinstance(info, SearchOutcome):  # finished already
+        return info
     if options.trackers:  # a missing package or an unusable tracking URI is refused before Ray starts
         options = replace(options, callbacks=[*options.callbacks, *tracker_callbacks(options.trackers, root.rsplit("/", 1)[-1], base.task, base.epochs)])
 
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    # Ray saves its state (what --resume restores) every 10 s or more, longer when a save is slow;
+    # every 5 s keeps a killed driver's loss small (checkpoints are removed only once it is saved)
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "5")
     if options.verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
         os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
+        # a failing storage: the one line of storage_failure (and of LiveOutputs), not Ray's traceback every 5 s
+        for name in ("ray.train._internal.syncer", "ray.tune.execution.experiment_state"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     started_ray = not ray.is_initialized()
+    # MPS for trials that share a GPU: found or started before Ray, whose workers inherit its environment
+    sharing = mps.start(options.gpus_per_trial, enabled=options.mps,
+                        joined=(f"the Ray cluster at {address}" if address else None) or (None if started_ray else "a Ray started before the search"))
     if started_ray:
         try:
             # without --address, always a new local instance: never join whatever cluster Ray last
@@ -252,6 +291,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
             ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
                      ignore_reinit_error=True, log_to_driver=options.verbose > 1)
         except ConnectionError as exc:
+            sharing.stop()
             raise SSOTError(
                 f"Cannot connect to the Ray cluster at --address {address} ({exc}). Check that it runs (`ray status`); "
                 "a cluster with token authentication needs RAY_AUTH_MODE=token and its token "
@@ -265,10 +305,25 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         # slots made TPE sample ahead blindly (random search). Exactly as many as can run.
         if "TUNE_MAX_PENDING_TRIALS_PG" not in _USER_ENV:
             os.environ["TUNE_MAX_PENDING_TRIALS_PG"] = str(slots)
-        return _run(options, base, root, path, gpus, slots, resume=exists)
+        return _run(options, base, root, path, gpus, slots, info, restore=restore, mps_record=sharing.record())
     finally:
         if started_ray:
             ray.shutdown()
+        sharing.stop()
+
+
+def check_pretrained(root: str, base: SSOTConfig) -> None:
+    """Refuse, before Ray starts, a shared pretrained model of the search's pretraining config
+    (``<root>/_pretrained``) that does not load as a trainer state with
+    ``torch.load(weights_only=True)`` (:func:`tune.trainable.load_state`): a file planted there is
+    never unpickled, and never silently replaced."""
+    path = pretrained_path(storage.join(root, PRETRAINED_DIR), base)
+    try:
+        data = storage.read_bytes(path)
+    except OSError:  # unreadable: the trials report it (e.g. a file where the folder should be)
+        return
+    if data is not None:
+        load_state(data, f"The shared pretrained model {path}")
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -287,29 +342,89 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
                         "(`ray status` on the head node).") from None
 
 
-def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, *,
-         resume: bool) -> SearchOutcome:
-    epochs = base.epochs
-    info = storage.read_json(storage.join(path, EXPERIMENT_FILE)) if resume else None
-    if info is not None and info.get("status") == FINISHED:
+def search_meta(options: SearchOptions, base: SSOTConfig, root: str) -> dict[str, Any]:
+    """The ``experiment.json`` of a new search of ``options`` (status ``running``)."""
+    name = root.rsplit("/", 1)[-1]
+    return new_meta(task=base.task, dataset=dataset_of(base.task), name=name, search=options.search, space=options.space,
+                    max_epochs=base.epochs, num_samples=options.num_samples, metric_name=options.metric,
+                    early_stop=options.early_stop, grace_period=options.grace_period,
+                    reduction_factor=options.reduction_factor, base_config=base.to_dict(), validator_directions=DIRECTIONS,
+                    optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
+                    optuna_study=study_name(name, base.task) if options.optuna_storage else None)
+
+
+#: The settings of experiment.json that a resumed search keeps, with the flags that set them.
+RESUMED_SETTINGS = {"max_epochs": "--epochs", "num_samples": "--num-samples", "search": "--search", "metric": "--metric",
+                    "space": "the space (--lambda-ot-range, --widths, ...)", "early_stop": "--no-early-stop",
+                    "grace_period": "--grace-period", "reduction_factor": "--reduction-factor"}
+
+
+def check_same_settings(recorded: dict[str, Any], wanted: dict[str, Any], path: str) -> None:
+    """Refuse a ``--resume`` whose flags ask for another experiment than the one recorded in
+    ``experiment.json`` (Ray restores the recorded one and would ignore them silently).
+
+    Runtime fields (:data:`ssot.config.RUNTIME_FIELDS`: device, data root, loader workers...) may
+    differ; settings that an older ``experiment.json`` lacks are not compared.
+    """
+    differ = [f"{flag} {_shown(wanted[key])} (the experiment's: {_shown(recorded[key])})"
+              for key, flag in RESUMED_SETTINGS.items() if key in recorded and recorded[key] != _json(wanted[key])]
+    old, new = recorded.get("base_config") or {}, wanted["base_config"]
+    differ += [f"config field {k} {_shown(new[k])} (the experiment's: {_shown(old[k])})" for k in new
+               if k in old and k not in RUNTIME_FIELDS and k != "epochs" and old[k] != _json(new[k])]
+    if differ:
+        raise SSOTError(f"--resume continues experiment {path} as it was started, but this command asks for "
+                        f"{'; '.join(differ)}. Rerun with the flags it was started with (its experiment.json), or start "
+                        "a new search with another --name.")
+
+
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _restorable(path: str, info: dict[str, Any], options: SearchOptions) -> bool:
+    """Whether a resumed search has Ray state to restore (:func:`tune.state.check_resumable`:
+    a corrupt one is refused); a checkpoint it would restore a trial from but that is gone is
+    rebuilt first (:func:`tune.state.repair_checkpoints`)."""
+    fs, folder = storage.filesystem(path)
+    if not state.check_resumable(fs, folder, path, int(info["max_epochs"]), expected_trials(info)):
+        return False
+    rows = collect(path).trials
+    statuses = rows.groupby("trial_id")["status"].last().to_dict() if len(rows) else {}
+    for line in state.repair_checkpoints(fs, folder, statuses, int(info["max_epochs"])):
+        if options.verbose:
+            print(f"{info['task']}: trial {line}", flush=True)
+    return True
+
+
+def _resumed(options: SearchOptions, path: str, wanted: dict[str, Any]) -> tuple[dict[str, Any] | SearchOutcome, bool]:
+    """The checks of ``--resume``, before Ray starts: ``experiment.json`` readable, the same settings
+    (:func:`check_same_settings`), Ray's state sound (:func:`_restorable`). Returns the recorded
+    ``experiment.json`` and whether Ray's state is restored, or the outcome of a finished search."""
+    info = storage.read_json(storage.join(path, EXPERIMENT_FILE))
+    if info is None:
+        raise SSOTError(f"--resume: {storage.join(path, EXPERIMENT_FILE)} is missing or not valid JSON, so the experiment "
+                        "cannot be resumed; start a new search with another --name.")
+    check_same_settings(info, wanted, path)
+    if info.get("status") == FINISHED:
         done = collect(path)  # older experiments were marked finished with errored trials in them
         if done.trials.empty or not (done.trials["status"] == ERRORED).any():
-            print(f"{base.task}: experiment {path} already finished; nothing to resume.")
-            return done
-    cache_dir = storage.join(root, "_pretrained")  # local, NFS or object storage: every node shares it
-    if info is None:
-        info = new_meta(task=base.task, dataset=dataset_of(base.task), name=root.rsplit("/", 1)[-1],
-                               search=options.search, space=options.space, max_epochs=epochs,
-                               num_samples=options.num_samples, metric_name=options.metric,
-                               early_stop=options.early_stop, grace_period=options.grace_period,
-                               reduction_factor=options.reduction_factor, base_config=base.to_dict(),
-                               validator_directions=DIRECTIONS,
-                               optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
-                               optuna_study=study_name(root.rsplit("/", 1)[-1], base.task) if options.optuna_storage else None)
+            print(f"{info['task']}: experiment {path} already finished; nothing to resume.")
+            return done, False
+    return info, _restorable(path, info, options)
+
+
+def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: float, slots: int, info: dict[str, Any], *,
+         restore: bool, mps_record: dict[str, Any] | None = None) -> SearchOutcome:
+    epochs = base.epochs
+    cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
     trainable = ray_tune.with_resources(ssot_trainable, {"cpu": options.cpus_per_trial, "gpu": gpus, **options.trial_resources})
-    if resume and ray_tune.Tuner.can_restore(path):
+    if restore:
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
-    else:
+    else:  # a new search, or one stopped before Ray saved anything: started with experiment.json's settings
         tuner = ray_tune.Tuner(
             trainable,
             param_space=_param_space(options, base, gpus, cache_dir),
@@ -321,20 +436,56 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
                 callbacks=([TrialLines()] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
-                + ([] if options.keep_checkpoints else [DropEndedCheckpoints()]) + list(options.callbacks),
-                checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1),
+                + [DropEndedCheckpoints(keep_last=options.keep_checkpoints)] + list(options.callbacks),
+                # Ray keeps every checkpoint; DropEndedCheckpoints removes those its saved state no longer needs
+                checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=None),
                 failure_config=ray_tune.FailureConfig(max_failures=options.max_failures),
             ),
         )
     info["status"] = RUNNING
+    info["mps"] = mps_record  # this run's (a resumed search records its last run's)
     info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
-    storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
-    results = tuner.fit()
-    trials = _ray_trials(path)
-    finished = len(trials) >= expected_trials(info) and all(t.status in ("TERMINATED", "ERROR") for t in trials)
-    info["retries"] = {t.trial_id: _restarts(t, int(info["max_failures"])) for t in trials if _restarts(t, int(info["max_failures"]))}
-    frame = trial_frame(results, info, finished=finished)
-    return write_outputs(path, info, frame, finished)
+    try:
+        storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
+        results = tuner.fit()
+        trials = _ray_trials(path)
+        finished = len(trials) >= expected_trials(info) and all(t.status in ("TERMINATED", "ERROR") for t in trials)
+        info["retries"] = {t.trial_id: _restarts(t, int(info["max_failures"])) for t in trials if _restarts(t, int(info["max_failures"]))}
+        frame = trial_frame(results, info, finished=finished)
+        return write_outputs(path, info, frame, finished)
+    except Exception as exc:  # noqa: BLE001 - a storage that failed mid-search is named in one line; anything else is raised
+        raise storage_failure(path, info, exc) from None
+
+
+#: errno values of a storage that fails (read-only, full, over quota, I/O error).
+STORAGE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO})
+
+
+def storage_failure(path: str, info: dict[str, Any], exc: BaseException) -> BaseException:
+    """The error to raise for ``exc``, which stopped a search: a :class:`ssot.results.storage.StorageError`
+    (exit status 4, one line) when the experiment's storage cannot be written now or ``exc`` came
+    from a read-only, full or failing file system; ``exc`` itself otherwise.
+
+    ``experiment.json`` is marked ``errored`` with the reason when it can still be written; either
+    way ``--resume`` continues the search once the storage is fixed.
+    """
+    causes, seen = [], exc
+    while seen is not None and len(causes) < 20:
+        causes.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    failed = next((c for c in causes if isinstance(c, OSError) and c.errno in STORAGE_ERRNOS), None)
+    reason = storage.write_problem(path) or (" ".join(str(failed).split())[:200] if failed is not None else None)
+    if reason is None:
+        return exc
+    info.update(status=ERRORED, reason=f"the storage failed: {reason}")
+    try:
+        storage.write_text_atomic(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
+        marked = f"{EXPERIMENT_FILE} says errored"
+    except OSError:
+        marked = f"{EXPERIMENT_FILE} could not be written and still says running"
+    return storage.StorageError(f"The storage of experiment {path} failed during the search ({reason}). The trials and "
+                                f"checkpoints written before are kept; {marked}. Fix the storage (free space, a read-write "
+                                "mount, the store's credentials), then rerun the same command with --resume.")
 
 
 # ---------------------------------------------------------------------------- small helpers

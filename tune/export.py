@@ -16,7 +16,9 @@ among trials that reached the last epoch, ties to the lowest trial id), so it is
 config is in ``best_config.json``. When several finished experiments exist for a task, the one
 whose best trial has the highest final-epoch ``target_acc`` is chosen (ties: the first folder in
 path order). Experiments still running, or whose files are unreadable, are skipped with a
-one-line warning. Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
+one-line warning, as is one whose ``trials.csv`` no longer names the best trial that
+``experiment.json`` recorded (rows lost or changed); the problems the reader worked around in the
+experiments used (e.g. malformed rows dropped) are printed one line each, like the dashboard's. Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
 """
 from __future__ import annotations
 
@@ -73,10 +75,12 @@ class Exported:
 
 @dataclass
 class ExportReport:
-    """What :func:`export_best_configs` did: the exported configs and the skipped folders."""
+    """What :func:`export_best_configs` did: the exported configs, the skipped folders and the
+    problems of the experiments used (one line each)."""
 
     exported: list[Exported] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the reader's problems of the experiments used
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -153,7 +157,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     overwrite : bool
         Replace existing files in ``config_dir``; by default they are refused.
     warn : callable, optional
-        Called at once with the one-line message of each skipped experiment folder.
+        Called at once with the one-line message of each skipped experiment folder, and of each
+        problem the reader found in an experiment it used (:class:`ssot.results.experiment.Problem`).
 
     Returns
     -------
@@ -174,9 +179,13 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         try:
             loaded.append(load_experiment(experiment))
         except ResultsError as exc:
-            report.skipped.append(f"skipped {experiment.path}: {exc}")
+            report.skipped.append(f"warning: skipped {experiment.path}: {exc}")
             if warn is not None:
                 warn(report.skipped[-1])
+        else:  # what the reader worked around in a used experiment (e.g. rows of a truncated trials.csv)
+            report.problems.extend(str(p) for p in experiment.problems)
+            for problem in experiment.problems if warn is not None else ():
+                warn(str(problem))
     if not loaded:
         raise ResultsError(f"No finished, readable experiment among the {len(found)} under {results_dir}.")
     chosen = choose_per_task(loaded)
@@ -214,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def export(args: argparse.Namespace) -> int:
     """The command's work: :func:`export_best_configs`, one line per exported config."""
     report = export_best_configs(args.results_dir, args.out, overwrite=args.overwrite,
-                                 warn=lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
+                                 warn=lambda line: print(one_line(line), file=sys.stderr))
     for item in report.exported:
         print(_describe(item))
     return cli.EXIT_OK

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
 
 from ssot import cli  # noqa: E402
 from ssot.config import RUNTIME_FIELDS, SSOTConfig  # noqa: E402
-from ssot.errors import ResultsError  # noqa: E402
+from ssot.errors import ResultsError, SSOTError  # noqa: E402
 from ssot.results.final_table import result_paths, results_table, to_markdown, write_results  # noqa: E402
 from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new  # noqa: E402
 
@@ -41,6 +41,8 @@ __all__ = [
     "final_runs",
     "run_all",
     "train_on_ray",
+    "check_data",
+    "ray_result",
     "main",
 ]
 
@@ -218,6 +220,7 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
 
         from tune.experiment import SearchOptions, check_reachable, check_resources
 
+        check_data(cfg for cfg, _ in todo.values())  # a missing dataset or unknown task: one line, before Ray starts
         if address:
             check_reachable(address)
         started_here = not ray.is_initialized()
@@ -238,13 +241,38 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
                 done, _ = ray.wait(list(pending), num_returns=1)
                 key = pending.pop(done[0])
                 cfg, path = todo[key]
-                records[key] = RunRecord.from_dict(ray.get(done[0]))
+                records[key] = RunRecord.from_dict(ray_result(ray, done[0]))
                 write_new(path, records[key])
                 log(f"{key[0]}: {_describe(cfg.task, cfg.seed, records[key])} [{time.perf_counter() - start:.0f} s, wrote {path}]")
         finally:
             if started_here:
                 ray.shutdown()
     return {key: records[key] for key in jobs}
+
+
+def check_data(configs: Iterable[SSOTConfig]) -> None:
+    """Build the data of each distinct task of ``configs`` once (:data:`ssot.config.TASK_FIELDS`):
+    an unknown task, a missing data root or dataset is refused in one line before Ray starts."""
+    from ssot.data import build_task
+    from tune.trainable import task_key
+
+    seen = set()
+    for config in configs:
+        key = task_key(config)
+        if key not in seen:
+            seen.add(key)
+            build_task(config)
+
+
+def ray_result(ray: Any, ref: Any) -> Any:
+    """A Ray task's result; a user error raised inside it (:class:`ssot.errors.SSOTError`) is raised
+    as itself, one line, not as Ray's traceback."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, SSOTError):
+            raise exc.cause from None
+        raise
 
 
 # ------------------------------------------------------------------------------------ command line

@@ -9,11 +9,14 @@ the search ends (:func:`tune.outputs.write_outputs`).
 The other live view of a search, its Optuna study in a database, is :mod:`tune.study`.
 
 The search's other callbacks live here too: :class:`TrialLines` (one printed line per ended or
-restarted trial) and :class:`DropEndedCheckpoints` (checkpoints of ended trials removed).
+restarted trial) and :class:`DropEndedCheckpoints` (checkpoints removed once Ray's saved state no
+longer needs them).
 """
 from __future__ import annotations
 
+import math
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -110,7 +113,7 @@ def _merge(previous: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
     previous = previous.reindex(columns=new.columns)
     old = previous[~previous["trial_id"].isin(new["trial_id"])]
     cont = previous[previous["trial_id"].isin(new["trial_id"])]
-    first = new.groupby("trial_id")["epoch"].min()
+    first = new.groupby("trial_id")["epoch"].min().fillna(math.inf)  # no epoch now (a trial restored at its end): keep all
     cont = cont[cont["epoch"] < cont["trial_id"].map(first)]
     last = new.groupby("trial_id").tail(1).set_index("trial_id")
     cont = cont.assign(status=cont["trial_id"].map(last["status"]), reason=cont["trial_id"].map(last["reason"]))
@@ -144,19 +147,64 @@ class TrialLines(ray_tune.Callback):
 
 
 class DropEndedCheckpoints(ray_tune.Callback):
-    """Remove the checkpoints of a trial that ended (completed, early-stopped, diverged): only
-    running (and errored, which ``--resume`` continues) trials keep theirs, so a search holds
-    about one checkpoint per slot instead of one per trial. Local, shared or object storage."""
+    """Remove the checkpoints that Ray's *saved* experiment state no longer needs, so that a search
+    holds about one checkpoint per running trial instead of one per epoch and trial (local, shared
+    or object storage).
 
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+    A checkpoint is removed only once the state saved in the experiment folder (what ``--resume``
+    restores, :mod:`tune.state`) no longer refers to it: the checkpoints older than the one the
+    saved state would restore a trial from, all of a trial the saved state records as finished
+    (``TERMINATED``; its last one is kept with ``keep_last``), and those of a trial folder that
+    neither the saved state nor the running search knows (a driver killed before it saved that
+    trial: ``--resume`` runs it again). Removing them when a trial
+    ends, before its end is saved, left a driver killed in between with a state that restored a
+    finished trial from a checkpoint that was gone: the trial errored for good. Errored trials keep
+    their latest checkpoint (``--resume`` continues them). Checked at most every :attr:`PERIOD_S`
+    seconds, when the saved state changed, and once more when the search ends.
+    """
+
+    PERIOD_S = 30.0
+
+    def __init__(self, keep_last: bool = False):
+        self.keep_last = keep_last
+
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        now = time.monotonic()
+        if now - self.__dict__.get("_checked", float("-inf")) >= self.PERIOD_S:
+            self._checked = now
+            self.drop(trials)
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        self.drop(trials)
+
+    def drop(self, trials: list) -> None:
+        """Remove the checkpoints of ``trials`` that the newest saved state does not need (best
+        effort: in doubt, nothing is removed)."""
         import pyarrow.fs
 
+        from tune import state
+
+        done: dict[str, float] = self.__dict__.setdefault("_done", {})  # trial folder -> checkpoints below this index are gone
         try:
-            fs, folder = trial.storage.storage_filesystem, trial.storage.trial_fs_path
+            fs, folder = trials[0].storage.storage_filesystem, trials[0].storage.experiment_fs_path
+            saved = {t.folder: t for t in state.saved_trials(fs, folder)}
+            live = {t.storage.trial_dir_name for t in trials}
             for entry in fs.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True)):
-                if entry.type == pyarrow.fs.FileType.Directory and entry.base_name.startswith("checkpoint_"):
-                    fs.delete_dir(entry.path)
-        except (OSError, AttributeError):  # best effort: a checkpoint left behind costs only space
+                kept = saved.get(entry.base_name)
+                if kept is None:  # a trial of a driver killed before it saved its state: re-run, never restored
+                    below = math.inf if entry.base_name.startswith("trial_") and entry.base_name not in live else 0
+                elif kept.status == state.TERMINATED and not getattr(self, "keep_last", False):
+                    below = math.inf  # a finished trial is never restored
+                else:  # never the one it would be restored from, nor newer ones
+                    below = kept.checkpoint if kept.checkpoint is not None else 0
+                if entry.type != pyarrow.fs.FileType.Directory or below <= done.get(entry.base_name, 0):
+                    continue
+                for inner in fs.get_file_info(pyarrow.fs.FileSelector(entry.path, allow_not_found=True)):
+                    found = state.CHECKPOINT_DIR.fullmatch(inner.base_name)
+                    if inner.type == pyarrow.fs.FileType.Directory and found and int(found.group(1)) < below:
+                        fs.delete_dir(inner.path)
+                done[entry.base_name] = below
+        except (OSError, ValueError, AttributeError, IndexError):  # a checkpoint left behind costs only space
             pass
 
 

@@ -19,6 +19,7 @@ from ssot.results import trials as trial_model
 from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, experiment_texts, hyperparameters, now, read_experiment
 from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
+from tune.mps import describe as describe_mps
 
 
 @dataclass
@@ -129,6 +130,7 @@ def summary_lines(frame: pd.DataFrame, info: dict[str, Any], top: int = 5) -> li
     counts = table["status"].value_counts().to_dict()
     lines = [f"{info['task']}: {len(table)} trials (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"]
     lines += retry_lines(info)
+    lines += [line for line in [describe_mps(info.get("mps"))] if line]
     chosen = metric(info.get("metric", DEFAULT_METRIC))
     best = trial_model.ranked_trials(table, chosen.name).head(top)
     label = f", {chosen.label}" if chosen.label else ""

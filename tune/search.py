@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trial-resources", type=_resources, default={}, metavar="JSON",
                    help="custom Ray resources per trial, e.g. '{\"worker_node\": 1}' to run trials only on nodes started with "
                         "ray start --resources '{\"worker_node\": N}'")
+    r.add_argument("--no-mps", action="store_true", help="do not use NVIDIA MPS for trials that share a GPU (by default a "
+                   "search with --gpus-per-trial below 1 uses a running MPS daemon or starts one for its lifetime; docs/gpu.md)")
     r.add_argument("--max-failures", type=int, default=DEFAULT_MAX_FAILURES,
                    help="restarts of a failed trial (node lost, worker killed, error) from its last checkpoint before it counts as errored")
     r.add_argument("--storage-path", default="ray_results",
@@ -146,7 +148,7 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
                          keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage,
                          max_failures=args.max_failures, trial_resources=args.trial_resources,
-                         trackers=args.tracker)
+                         trackers=args.tracker, mps=not args.no_mps)
 
 
 _STATES = {
@@ -159,6 +161,7 @@ _STATES = {
 
 def search(args: argparse.Namespace) -> int:
     """The command's work: one search per task (every task of a dataset); the worst status."""
+    cli.check_resources_args(args)
     tasks, name = [args.task], args.name
     if searched_tasks(args.task) is not None:
         tasks, name = searched_tasks(args.task), args.name or f"ssot-{args.task}"

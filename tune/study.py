@@ -11,10 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import optuna
+from ray.tune.search.optuna import OptunaSearch
+
 from ssot.cli import check_output
 from ssot.errors import ConfigError, SSOTError
 
-__all__ = ["STORAGE_URL", "optuna_storage", "public_url", "study_name", "check_study"]
+__all__ = ["STORAGE_URL", "optuna_storage", "public_url", "study_name", "check_study", "StoredOptunaSearch"]
 
 #: Database URLs an Optuna study can be stored at (SQLAlchemy's form ``dialect[+driver]://...``).
 STORAGE_URL = re.compile(r"^(sqlite|postgresql|mysql)(\+\w+)?://")
@@ -29,8 +32,6 @@ def optuna_storage(url: str) -> Any:
         If ``url`` is not a database URL (``sqlite:///PATH``, ``postgresql://...``,
         ``mysql://...``), a sqlite file cannot be created there, or the database refuses it.
     """
-    import optuna
-
     hint = "Use e.g. sqlite:///optuna.db (three slashes, then a path)"
     if not isinstance(url, str) or not STORAGE_URL.match(url):
         raise ConfigError(f"The '--optuna-storage' parameter must be a database URL such as sqlite:///PATH. Got {url!r} instead. {hint}.")
@@ -62,9 +63,27 @@ def study_name(experiment_name: str, task: str) -> str:
 
 def check_study(url: str, name: str, *, new: bool) -> None:
     """Refuse, before Ray starts, a bad storage URL, or a study of this name in it for a new search."""
-    import optuna
-
     names = optuna.study.get_all_study_names(optuna_storage(url))
     if new and name in names:
         raise SSOTError(f"--optuna-storage {url} already holds a study {name!r} (an earlier search of this name); "
                         "choose another --name or another --optuna-storage, or pass --resume to continue that search.")
+
+
+
+class StoredOptunaSearch(OptunaSearch):
+    """Ray's ``OptunaSearch`` for a study kept in a database, which a resumed search may find
+    ahead of the searcher's saved state.
+
+    A driver killed after a trial ended, but before Ray saved its state, left the trial finished
+    in the database and running in the searcher's state; the resumed search restores the trial
+    from its checkpoint, and its replayed results would update a finished Optuna trial
+    (``UpdateFinishedTrialError``, which ended the search). The database already holds that
+    trial's final value: such results are skipped (Ray's own ``on_trial_complete`` already logs
+    and skips such a completion).
+    """
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        try:
+            super().on_trial_result(trial_id, result)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            self._completed_trials.add(trial_id)

@@ -27,14 +27,17 @@ from ray import tune
 
 from ssot.config import CONFIG_FIELDS, TASK_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
-from ssot.errors import DivergedError
+from ssot.errors import DivergedError, SSOTError
 from ssot.results import storage
 from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
 from ssot.trainer import Trainer
+from tune.state import ENDED_FILE, STATE_FILE
 
 #: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
 REPORTED = ("epoch", *REPORTED_METRICS)
-STATE_FILE = "trainer.pt"
+#: The folder, beside an experiment's task folders (``<storage>/<name>/_pretrained``), of the
+#: source-only models its trials share (``_pretrain_cache``).
+PRETRAINED_DIR = "_pretrained"
 
 
 def config_of(params: dict[str, Any]) -> SSOTConfig:
@@ -49,7 +52,11 @@ def ssot_trainable(params: dict[str, Any]) -> None:
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
-            trainer.load_state_dict(torch.load(Path(folder) / STATE_FILE, map_location=trainer.device, weights_only=False))
+            if (Path(folder) / ENDED_FILE).is_file():  # the trial had ended (tune.state.repair_checkpoints)
+                return
+            path = Path(folder) / STATE_FILE
+            trainer.load_state_dict(load_state(path.read_bytes(), f"the trial's checkpoint {checkpoint.path}/{STATE_FILE}",
+                                               trainer.device))
     else:
         try:
             _pretrain(trainer, params.get("_pretrain_cache"))
@@ -88,11 +95,47 @@ _TASK_CACHE: dict[str, TaskData] = {}
 def _task_of(config: SSOTConfig) -> TaskData:
     """The task data of ``config``, built once per worker process (datasets are read-only, and
     building them draws no random number, so a trial's results do not change)."""
-    key = json.dumps({k: getattr(config, k) for k in TASK_FIELDS}, default=str)
+    key = task_key(config)
     if key not in _TASK_CACHE:
         _TASK_CACHE.clear()
         _TASK_CACHE[key] = build_task(config)
     return _TASK_CACHE[key]
+
+
+def task_key(config: SSOTConfig) -> str:
+    """What makes two configs' task data the same: the values of the ``task`` group
+    (:data:`ssot.config.TASK_FIELDS`), as text."""
+    return json.dumps({k: getattr(config, k) for k in TASK_FIELDS}, sort_keys=True, default=str)
+
+
+def pretrained_path(cache_dir: str, config: SSOTConfig) -> str:
+    """The file of the source-only model of ``config`` in ``cache_dir``: one per value of the
+    pretraining fields (:attr:`ssot.trainer.Trainer.PRETRAIN_FIELDS`, the seed included)."""
+    key = {k: getattr(config, k) for k in Trainer.PRETRAIN_FIELDS}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return storage.join(cache_dir, f"pretrained-{digest}.pt")
+
+
+def load_state(data: bytes, what: str, device: Any = "cpu") -> dict[str, Any]:
+    """A trainer state (a checkpoint or a pretrained model) from the bytes of its file, loaded
+    with ``torch.load(weights_only=True)``: tensors and plain types only, so a file planted in a
+    shared store can never run code here.
+
+    Raises
+    ------
+    SSOTError
+        Naming ``what``, when the file is not such a state (torn, planted, or written by a
+        version that pickled other objects): delete it to recompute it.
+    """
+    try:
+        state = torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - UnpicklingError, RuntimeError (not a zip), EOFError...
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise SSOTError(f"{what} cannot be loaded safely (tensors and plain types only; {type(exc).__name__}: {reason}). "
+                        "It was not written by this version of the search: delete it to recompute it.") from None
+    if not isinstance(state, dict):
+        raise SSOTError(f"{what} holds a {type(state).__name__}, not a trainer state: delete it to recompute it.")
+    return state
 
 
 def trial_dirname(trial: Any) -> str:
@@ -107,19 +150,14 @@ def _pretrain(trainer: Trainer, cache_dir: str | None) -> None:
     if not cache_dir:
         trainer.pretrain()
         return
-    key = {k: getattr(trainer.config, k) for k in Trainer.PRETRAIN_FIELDS}
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    path = storage.join(cache_dir, f"pretrained-{digest}.pt")
+    path = pretrained_path(cache_dir, trainer.config)
     try:
         data = storage.read_bytes(path)
     except OSError:  # unreadable (e.g. a file where the folder should be): computed, then written below
         data = None
     if data is not None:
-        try:
-            trainer.load_pretrained(torch.load(io.BytesIO(data), map_location=trainer.device, weights_only=False))
-            return
-        except Exception:  # noqa: BLE001 - a torn or stale cache file: recompute it
-            pass
+        trainer.load_pretrained(load_state(data, f"the shared pretrained model {path}", trainer.device))
+        return
     trainer.pretrain()
     buffer = io.BytesIO()
     torch.save(trainer.pretrained_state(), buffer)

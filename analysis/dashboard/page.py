@@ -50,7 +50,7 @@ from ssot.results.experiment import Problem
 from ssot.results.paper import read_paper_accuracy
 from ssot.results.trials import STATUSES
 
-__all__ = ["DashboardResult", "build_dashboard", "DASHBOARD_FILE", "FIGURES_DIR"]
+__all__ = ["DashboardResult", "build_dashboard", "output_paths", "DASHBOARD_FILE", "FIGURES_DIR"]
 
 DASHBOARD_FILE = "dashboard.html"
 FIGURES_DIR = "figures"
@@ -303,6 +303,23 @@ def _render_page(
 # --------------------------------------------------------------------------------------------
 
 
+def output_paths(root: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
+                 figures_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """Where :func:`build_dashboard` writes: the HTML file (default ``root/dashboard.html``) and
+    the folder of the static figures (default ``figures`` beside the HTML file's default place:
+    ``root/figures``, or ``out``'s folder for a URI).
+
+    Raises
+    ------
+    AnalysisError
+        If ``root`` is a URI and ``out`` is not given.
+    """
+    if storage.is_uri(root) and out is None:
+        raise AnalysisError(f"The results {root} are not a local folder: pass --out, the local HTML file to write.")
+    base = Path(out).parent if storage.is_uri(root) else Path(root)
+    return (Path(out) if out else base / DASHBOARD_FILE), (Path(figures_dir) if figures_dir else base / FIGURES_DIR)
+
+
 def build_dashboard(
     root: str | os.PathLike[str],
     *,
@@ -323,8 +340,9 @@ def build_dashboard(
         A results folder (searched recursively for ``experiment.json``), or a URI
         (``s3://bucket/prefix``) whose dashboard is written locally.
     out : path-like, optional
-        The HTML file; default ``root/dashboard.html`` (replaced if it exists: it is derived);
-        required when ``root`` is a URI.
+        The HTML file; default ``root/dashboard.html`` (replaced if it exists: the command
+        ``analysis/sensitivity.py`` refuses an existing one without ``--overwrite``); required
+        when ``root`` is a URI.
     figures_dir : path-like, optional
         Where static heatmaps go; default ``root/figures`` (``out``'s folder for a URI).
     images : bool
@@ -350,9 +368,8 @@ def build_dashboard(
     analysis.data.experiments.NoExperimentsError
         If ``root`` holds no readable experiment.
     """
-    if storage.is_uri(root) and out is None:
-        raise AnalysisError(f"The results {root} are not a local folder: pass --out, the local HTML file to write.")
-    root_path = Path(out).parent if storage.is_uri(root) else Path(root)  # where derived files go by default
+    out_path, folder = output_paths(root, out, figures_dir)
+    root_path = out_path.parent if storage.is_uri(root) else Path(root)  # where derived files go by default
     formats = [image_format] if isinstance(image_format, str) else list(image_format)
     write_static({}, formats, image_backend)  # checks the arguments before any work
     # run records and t-SNE files (the paper's other analyses) are read from local folders only
@@ -368,11 +385,9 @@ def build_dashboard(
     sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
     written: list[Path] = []
     if images:
-        folder = Path(figures_dir) if figures_dir else root_path / FIGURES_DIR
         static = {folder / stem: fig for s in sections for stem, fig in s.static.items()}
         written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
-    out_path = Path(out) if out else root_path / DASHBOARD_FILE
     page = paper_part.insert(_render_page(root if storage.is_uri(root) else root_path, sections,
                                           cross_task_table(experiments, paper), problems))
     out_path.parent.mkdir(parents=True, exist_ok=True)

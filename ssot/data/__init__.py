@@ -20,14 +20,20 @@ __all__ = ["TaskData", "build_task", "dataset_of", "task_names", "tasks_of_datas
 
 
 def build_task(config: SSOTConfig) -> TaskData:
-    """The :class:`TaskData` that ``config`` asks for: its feature cache, else its task built by the
-    task's dataset builder (:func:`ssot.data.registry.build_function`; an unknown task is refused
-    naming every valid one)."""
+    """The :class:`TaskData` that ``config`` asks for: its feature cache, its decoded-image cache,
+    else its task built by the task's dataset builder (:func:`ssot.data.registry.build_function`;
+    an unknown task is refused naming every valid one)."""
     if config.features_path:
         from ssot.data.features import load_feature_task
 
         return load_feature_task(config.features_path, config.task)
     from ssot.data.registry import build_function, task
+
+    if config.image_cache:
+        from ssot.data.decoded import load_decoded_task
+
+        return load_decoded_task(config.image_cache, task(config.task).name, image_size=config.image_size,
+                                 resize_size=config.resize_size, transform=config.transform)
 
     return build_function(config.task)(task(config.task), config)
 

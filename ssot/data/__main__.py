@@ -1,15 +1,18 @@
-"""Command line: check the data root, bring a dataset in.
+"""Command line: check the data root, bring a dataset in, decode a task's images once.
 
     python -m ssot.data check --data-root DIR [--dataset office31] [--all-images]
     python -m ssot.data fetch visda2017 --data-root DIR
     python -m ssot.data fetch officehome --data-root DIR --archive ~/Downloads/OfficeHomeDataset_10072016.zip
+    python -m ssot.data prepare --task A2W --data-root DIR [--out PATH] [--resize-size 256] [--workers N]
 
 Exit statuses (:mod:`ssot.cli`): 0 every checked task can run; 1 the data is there but at least
 one checked task cannot run (the lines say why); 2 a user mistake (bad argument, missing data root
 or archive file, no direct link and no ``--archive``, a destination that already exists); 4 a
 download or verification failed (network error, size or checksum mismatch, damaged archive).
 ``fetch`` runs the check of its dataset afterwards (unless ``--no-check``) and exits with its
-status.
+status. ``prepare`` writes a decoded-image cache (:mod:`ssot.data.decoded`; default location
+``$SSOT_CACHE_DIR/<task>-<size>.ssotimg``, else ``<data root>/decoded/<task>-<size>.ssotimg``),
+never over an existing file (status 2), and prints the flag that trains on it.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ssot import cli
 def build_parser() -> argparse.ArgumentParser:
     from ssot.data.benchmarks import DATA_ROOT_ENV
     from ssot.data.check import DEFAULT_SAMPLE
+    from ssot.data.decoded import CACHE_DIR_ENV, SUFFIX
     from ssot.data.fetch import MIRROR_ENV
     from ssot.data.registry import BENCHMARKS
 
@@ -30,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="what is under the data root and which tasks can run")
     fetch = sub.add_parser("fetch", help="download or ingest an official archive, verify, unpack")
-    for p in (check, fetch):
+    prepare = sub.add_parser("prepare", help="decode a task's images once into a decoded-image cache (--image-cache)")
+    for p in (check, fetch, prepare):
         p.add_argument("--data-root", default=None, help=f"data root (default: ${DATA_ROOT_ENV})")
     check.add_argument("--dataset", action="append", choices=list(BENCHMARKS),
                        help="check only this dataset (repeatable; default: all four)")
@@ -48,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep the downloaded archive after unpacking")
     fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
     fetch.add_argument("--no-check", action="store_true", help="skip the check after unpacking")
+    prepare.add_argument("--task", required=True, help="a task of the image benchmarks, e.g. A2W, P2I, Ar2Cl, S2R")
+    prepare.add_argument("--out", type=Path, default=None, help=f"the cache file (default: ${CACHE_DIR_ENV}/<task>-<size>"
+                         f"{SUFFIX}, else <data root>/decoded/<task>-<size>{SUFFIX})")
+    prepare.add_argument("--resize-size", type=int, default=256, help="side of the stored square images: the config's "
+                         "resize_size (default 256)")
+    prepare.add_argument("--workers", type=int, default=None, help="decoding processes (default: the usable CPUs)")
+    prepare.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -75,10 +87,37 @@ def data(args: argparse.Namespace) -> int:
     if args.command == "check":
         root = resolve_data_root(args.data_root)
         return _run_check(root, args.dataset, None if args.all_images else args.sample, args.quiet)
+    if args.command == "prepare":
+        return _prepare(args)
     root = Path(args.data_root).expanduser() if args.data_root else resolve_data_root(None)
     fetch_dataset(args.dataset, root, archive_paths=args.archive, mirror=args.mirror, sha256=args.sha256,
                   progress=not args.no_progress, keep_download=args.keep_download)
     return cli.EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=False)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    import time
+
+    from ssot.data.base import usable_workers
+    from ssot.data.decoded import open_cache, prepare
+
+    start = time.perf_counter()
+    workers = usable_workers(64) if args.workers is None else max(1, args.workers)
+    out = prepare(args.task, args.data_root, args.out, resize_size=args.resize_size, workers=workers,
+                  progress=not args.no_progress)
+    cache = open_cache(out, _task_name(args.task), args.resize_size)
+    count = cache.header["count"]
+    print(f"wrote {out}: {count['source']} source + {count['target']} target images, {args.resize_size}x{args.resize_size}, "
+          f"{out.stat().st_size / 2**30:.2f} GiB, in {time.perf_counter() - start:.0f} s")
+    print(f"train on it with: --task {cache.header['task']} --image-cache {out}")
+    return cli.EXIT_OK
+
+
+def _task_name(name: str) -> str:
+    """The task's canonical name (``a2w`` is ``A2W``)."""
+    from ssot.data.registry import task
+
+    return task(name).name
 
 
 if __name__ == "__main__":

@@ -38,14 +38,13 @@ from PIL import Image
 from torch.utils.data import Dataset
 from torchvision import transforms as T
 
+from ssot.data.augment import IMAGENET_MEAN, IMAGENET_STD
 from ssot.data.base import TaskData
 from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
     IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders)
 from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
 from ssot.errors import ConfigError, DataError
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 DATA_ROOT_ENV = "SSOT_DATA_ROOT"
 
 
@@ -114,21 +113,62 @@ def check_sizes(image_size: int, resize_size: int) -> None:
                           f"({image_size}). Got {resize_size!r} instead.")
 
 
-def train_transform(image_size: int = 224) -> Callable[[Image.Image], torch.Tensor]:
-    """RandomResizedCrop + horizontal flip + ImageNet normalisation."""
+def square_resize(resize_size: int = 256) -> Callable[[Image.Image], Image.Image]:
+    """Resize to ``resize_size x resize_size`` (PIL bilinear, antialiased; the aspect ratio is not
+    kept): the paper's "256x256 resized images", and what a decoded-image cache stores."""
+    return T.Resize((resize_size, resize_size))
+
+
+def train_transform(image_size: int = 224, transform: str = "default",
+                    resize_size: int = 256) -> Callable[[Image.Image], torch.Tensor]:
+    """``default``: RandomResizedCrop + horizontal flip + ImageNet normalisation; ``paper``: the
+    evaluation transform of the paper (:func:`eval_transform`), no random augmentation."""
+    if transform == "paper":
+        return eval_transform(image_size, resize_size, transform)
     return T.Compose([T.RandomResizedCrop(image_size), T.RandomHorizontalFlip(), T.ToTensor(),
                       T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
-def eval_transform(image_size: int = 224,
-                   resize_size: int = 256) -> Callable[[Image.Image], torch.Tensor]:
-    """Resize + CenterCrop + ImageNet normalisation."""
-    return T.Compose([T.Resize(resize_size), T.CenterCrop(image_size), T.ToTensor(),
-                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+def eval_transform(image_size: int = 224, resize_size: int = 256,
+                   transform: str = "default") -> Callable[[Image.Image], torch.Tensor]:
+    """``default``: Resize (shorter side to ``resize_size``, aspect kept) + CenterCrop + ImageNet
+    normalisation; ``paper``: :func:`square_resize` + CenterCrop + normalisation (the paper's
+    "224x224 center crops of 256x256 resized images")."""
+    resize = square_resize(resize_size) if transform == "paper" else T.Resize(resize_size)
+    return T.Compose([resize, T.CenterCrop(image_size), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
+def benchmark_task(name: str) -> TaskSpec:
+    """The task called ``name``, refused (:class:`ConfigError`) unless it is a task of the image benchmarks."""
+    spec_task = task(name)
+    if not spec_task.spec.on_disk:
+        raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
+                          f"({', '.join(BENCHMARKS)}); build it with ssot.data.build_task.")
+    return spec_task
+
+
+def task_samples(spec_task: TaskSpec, data_root: str | Path | None) -> tuple[DatasetSpec, list[Sample], list[Sample]]:
+    """The dataset's spec, and the task's source samples (all classes) and target samples (the
+    partial target classes only), read from the data root.
+
+    Raises
+    ------
+    DataError : missing data root, dataset, domain, list file, class or unknown class folder.
+    """
+    root = resolve_data_root(data_root)
+    spec = DATASETS[spec_task.dataset]
+    source = find_domain_samples(root, spec, spec_task.source)
+    _check_all_classes(source, spec, root / spec.name / spec_task.source)
+    keep = set(spec.target_classes)
+    target = [s for s in find_domain_samples(root, spec, spec_task.target) if s[1] in keep]
+    if not target:
+        raise DataError(f"target domain {root / spec.name / spec_task.target} has no images of "
+                        f"the target classes ({', '.join(spec.target_class_names)})")
+    return spec, source, target
 
 
 def build_benchmark_task(name: str, data_root: str | Path | None = None, *,
-                         image_size: int = 224, resize_size: int = 256) -> TaskData:
+                         image_size: int = 224, resize_size: int = 256, transform: str = "default") -> TaskData:
     """Build one of the 26 benchmark tasks from images under the data root.
 
     Parameters
@@ -137,6 +177,7 @@ def build_benchmark_task(name: str, data_root: str | Path | None = None, *,
     data_root : data root; ``None`` reads ``$SSOT_DATA_ROOT``.
     image_size : side of the square crops fed to the network.
     resize_size : side the evaluation transform resizes to before its centre crop.
+    transform : ``default`` or ``paper`` (:func:`train_transform`, :func:`eval_transform`).
 
     Returns
     -------
@@ -148,21 +189,11 @@ def build_benchmark_task(name: str, data_root: str | Path | None = None, *,
     ConfigError : unknown task name or bad sizes.
     DataError : missing data root, dataset, domain, list file, class or unknown class folder.
     """
-    spec_task = task(name)
-    if not spec_task.spec.on_disk:
-        raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
-                          f"({', '.join(BENCHMARKS)}); build it with ssot.data.build_task.")
+    spec_task = benchmark_task(name)
     check_sizes(image_size, resize_size)
-    root = resolve_data_root(data_root)
-    spec = DATASETS[spec_task.dataset]
-    source = find_domain_samples(root, spec, spec_task.source)
-    _check_all_classes(source, spec, root / spec.name / spec_task.source)
-    keep = set(spec.target_classes)
-    target = [s for s in find_domain_samples(root, spec, spec_task.target) if s[1] in keep]
-    if not target:
-        raise DataError(f"target domain {root / spec.name / spec_task.target} has no images of "
-                        f"the target classes ({', '.join(spec.target_class_names)})")
-    train_tf, eval_tf = train_transform(image_size), eval_transform(image_size, resize_size)
+    spec, source, target = task_samples(spec_task, data_root)
+    train_tf = train_transform(image_size, transform, resize_size)
+    eval_tf = eval_transform(image_size, resize_size, transform)
     return TaskData(
         name=spec_task.name,
         source=ImageSampleDataset(source, train_tf),
@@ -178,4 +209,4 @@ def build_benchmark_task(name: str, data_root: str | Path | None = None, *,
 def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
     """The builder of the registry's benchmark datasets: :func:`build_benchmark_task` of ``config``."""
     return build_benchmark_task(spec_task.name, config.data_root, image_size=config.image_size,
-                                resize_size=config.resize_size)
+                                resize_size=config.resize_size, transform=config.transform)

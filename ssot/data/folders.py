@@ -41,7 +41,7 @@ def _folder(path: str | None, flag: str) -> Path:
 
 
 def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_size: int = 224,
-                      resize_size: int = 256) -> TaskData:
+                      resize_size: int = 256, transform: str = "default") -> TaskData:
     """Build the ``custom`` task from two folders (see the module docstring for the layouts).
 
     Raises
@@ -74,7 +74,8 @@ def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_s
         target_classes = list(range(len(classes)))
     if not target:
         raise DataError(f"--target {tgt} has no images; pass a folder of class sub-folders or of unlabeled images.")
-    train_tf, eval_tf = train_transform(image_size), eval_transform(image_size, resize_size)
+    train_tf = train_transform(image_size, transform, resize_size)
+    eval_tf = eval_transform(image_size, resize_size, transform)
     return TaskData(name="custom", source=ImageSampleDataset(source, train_tf), source_eval=ImageSampleDataset(source, eval_tf),
                     target=ImageSampleDataset(target, train_tf), target_eval=ImageSampleDataset(target, eval_tf),
                     class_names=classes, target_classes=target_classes, input_shape=(3, image_size, image_size),
@@ -84,4 +85,4 @@ def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_s
 def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
     """The registry's builder of the ``custom`` dataset: the config's two folders."""
     return build_custom_task(config.source_dir, config.target_dir, image_size=config.image_size,
-                             resize_size=config.resize_size)
+                             resize_size=config.resize_size, transform=config.transform)

@@ -11,7 +11,10 @@ One module per concept, each the one owner of its files, names and rules:
     an experiment's files (``experiment.json``, ``trials.csv``, ``best_config.json``): names,
     statuses, the writer, the reader (:class:`~ssot.results.experiment.Experiment`) and its problems.
 :mod:`ssot.results.storage`
-    local paths and URIs (object storage), and the reader of every experiment under a root.
+    local paths and URIs (object storage), names that become folders, checking output
+    locations, and the reader of every experiment under a root.
+:mod:`ssot.results.lock`
+    the lock of an experiment folder: one search driver at a time, stale locks of dead drivers.
 :mod:`ssot.results.record`
     the run record (:class:`~ssot.results.record.RunRecord`), its final-accuracy and score rules,
     the mean +- std over seeds, its reader and writer.

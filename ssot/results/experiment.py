@@ -235,8 +235,10 @@ def _read_json(folder: Path, name: str, read: Reader, problems: list[Problem], *
 def parse_trials(text: str | None, path: Path, problems: list[Problem]) -> pd.DataFrame | None:
     """Parse ``trials.csv``, dropping (and reporting in ``problems``) the rows that cannot be used.
 
-    Lines with the wrong number of fields, rows without ``trial_id`` or ``status``, or with an
-    accuracy but no epoch (a line cut short) are dropped; unknown statuses are left out;
+    Lines with the wrong number of fields, rows without ``trial_id`` or ``status``, with an
+    accuracy but no epoch (a line cut short), or with a hyperparameter that is missing, NaN or
+    infinite are dropped; infinite metric values are read as missing (NaN: no run reports them,
+    a diverged trial reports finite placeholders); unknown statuses are left out;
     repeated (trial, epoch) rows (a resumed trial) keep the last. Columns of older files that
     lack some metric are read as they are.
     """
@@ -260,8 +262,15 @@ def parse_trials(text: str | None, path: Path, problems: list[Problem]) -> pd.Da
     for column in ("epoch", *METRIC_COLUMNS, *PARAMS):
         if column in frame.columns:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    infinite = [c for c in METRIC_COLUMNS if c in frame.columns and frame[c].abs().eq(math.inf).any()]
+    if infinite:
+        problems.append(Problem(path, f"infinite value(s) in {', '.join(infinite)} read as missing: no run reports "
+                                      "them, the file was changed or is corrupt"))
+        frame[infinite] = frame[infinite].mask(frame[infinite].abs().eq(math.inf))
     frame["status"] = frame["status"].str.strip()
-    incomplete = frame[["trial_id", "status"]].isna().any(axis=1) | (frame["epoch"].isna() & frame["target_acc"].notna())
+    params = [c for c in PARAMS if c in frame.columns]
+    incomplete = (frame[["trial_id", "status"]].isna().any(axis=1) | (frame["epoch"].isna() & frame["target_acc"].notna())
+                  | ~frame[params].abs().lt(math.inf).all(axis=1))  # a hyperparameter missing, NaN or infinite
     if int(incomplete.sum()) + len(bad):
         ids = sorted(set(frame.loc[incomplete, "trial_id"].dropna()))
         which = f" (trial {', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''})" if ids else ""
@@ -329,8 +338,9 @@ def check_finished(experiment: Experiment) -> Experiment:
     Raises
     ------
     ResultsError
-        If the experiment is not finished, or one of its files is missing, unreadable or invalid
-        (the message names the file and the reason, without a trailing period).
+        If the experiment is not finished, one of its files is missing, unreadable or invalid, or
+        ``trials.csv`` no longer gives the best trial that ``experiment.json`` recorded (the
+        message names the file and the reason, without a trailing period).
     """
     errors, meta = experiment.errors, experiment.meta
     if meta is None:
@@ -341,4 +351,10 @@ def check_finished(experiment: Experiment) -> Experiment:
         raise ResultsError(f"its status is {meta.get('status')!r}, not {FINISHED!r}")
     if errors:
         raise ResultsError(f"{errors[0].path} {errors[0].message}".rstrip("."))
+    recorded, best = meta.get("best_trial"), experiment.best_trial()
+    if recorded is not None and experiment.trials is not None and (best is None or str(best["trial_id"]) != str(recorded)):
+        found = "no trial" if best is None else f"trial {best['trial_id']}"
+        raise ResultsError(f"{Path(str(experiment.path)) / TRIALS_FILE} gives the best trial as {found} but "
+                           f"{EXPERIMENT_FILE} recorded trial {recorded}: rows of {TRIALS_FILE} were lost or changed "
+                           f"(see its warnings), so its best config cannot be trusted")
     return experiment

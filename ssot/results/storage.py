@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -49,6 +50,12 @@ def _fs(uri: str) -> tuple[Any, str]:
     return pyarrow.fs.LocalFileSystem(), str(Path(uri).resolve())
 
 
+def filesystem(uri: str) -> tuple[Any, str]:
+    """The pyarrow filesystem of a local path or URI, and the path on it (what Ray's own storage
+    uses: ``(LocalFileSystem, absolute path)``, ``(S3FileSystem, "bucket/prefix")``)."""
+    return _fs(uri)
+
+
 def exists(uri: str) -> bool:
     import pyarrow.fs
 
@@ -67,8 +74,12 @@ def write_bytes(uri: str, data: bytes) -> None:
         path = Path(uri)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except BaseException:  # a full disk: no half-written file left behind
+            tmp.unlink(missing_ok=True)
+            raise
         return
     fs, path = _fs(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
@@ -79,6 +90,27 @@ def write_bytes(uri: str, data: bytes) -> None:
 def read_bytes(uri: str) -> bytes | None:
     """The file's content, or None when it does not exist."""
     return _read(*_fs(uri))
+
+
+def remove(uri: str) -> None:
+    """Delete a file (local or an object); nothing when it does not exist."""
+    if not is_uri(uri):
+        Path(uri).unlink(missing_ok=True)
+        return
+    fs, path = _fs(uri)
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+
+
+def entries(uri: str) -> list[str]:
+    """The names directly under a folder (local or a prefix of object storage); none when it
+    does not exist."""
+    import pyarrow.fs
+
+    fs, path = _fs(uri)
+    return sorted(info.base_name for info in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True)))
 
 
 def _read(fs: Any, path: str) -> bytes | None:
@@ -135,6 +167,19 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300].rstrip(". ") or type(exc).__name__
 
 
+def write_problem(folder: str) -> str | None:
+    """Why a file cannot be written into ``folder`` now (local or a URI), or None when it can:
+    a small probe file is written and removed (``os.access`` would pass for root on a read-only
+    file system)."""
+    probe = join(folder, f"ssot-write-check-{uuid.uuid4().hex}")
+    try:
+        write_bytes(probe, b"ok")
+        remove(probe)
+    except (OSError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or _reason(exc)
+    return None
+
+
 def check_storage(uri: str, what: str = "--storage-path") -> None:
     """Refuse within seconds a storage URI that cannot be written, before any trial starts.
 
@@ -169,6 +214,28 @@ def check_storage(uri: str, what: str = "--storage-path") -> None:
         raise
     except (OSError, ValueError) as exc:  # pyarrow: OSError (network, auth), ValueError (bad URI)
         raise StorageError(f"{what} {uri} cannot be written: {_reason(exc)}. {hint}.") from None
+
+
+# ------------------------------------------------------------------------------------ names
+#: A name that becomes one folder (an experiment's ``--name``): letters, digits and ``._-+=@,``,
+#: not starting with ``.`` (hidden: readers skip it) or ``-`` (read as a flag), at most 100 characters.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_+=@,][A-Za-z0-9._+=@,-]{0,99}")
+
+
+def check_name(name: str, what: str = "--name") -> str:
+    """``name`` if it can name one folder under a storage path (:data:`NAME_PATTERN`): never a
+    path (``../x``, ``a/b``), never hidden, never longer than a file system accepts.
+
+    Raises
+    ------
+    SSOTError
+        One line naming the argument, the rule and the value.
+    """
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        shown = repr(name) if len(str(name)) <= 60 else f"{str(name)[:40]!r}... ({len(str(name))} characters)"
+        raise SSOTError(f"The '{what}' argument must be one folder name: 1 to 100 letters, digits or . _ - + = @ , "
+                        f"(no '/', not starting with '.' or '-'). Got {shown} instead.")
+    return name
 
 
 # ------------------------------------------------------------------------------------ output locations

@@ -54,3 +54,51 @@ def test_cli_on_a_folder_of_run_records(paper_results: Path, tmp_path: Path) -> 
     loaded = subprocess.run([sys.executable, "-c", "import sys, analysis.dashboard; print(' '.join(sys.modules))"],
                             cwd=REPO, capture_output=True, text=True).stdout.split()
     assert "analysis.dashboard.paper_section" in loaded and not {"torch", "ray", "tune"} & set(loaded)
+
+
+def test_existing_or_unusable_outputs_are_refused_before_any_work(tmp_path: Path, a_file: Path, capsys) -> None:
+    """A user's file is never replaced by the dashboard, and its figures folder is checked first."""
+    from analysis import sensitivity
+    from tests.fixtures.experiments import write_edge_tpe
+
+    results = tmp_path / "results"
+    trials = write_edge_tpe(results / "exp" / "A2D") / "trials.csv"
+    before = trials.read_bytes()
+    assert sensitivity.main([str(results), "--no-images", "--out", str(trials)]) == 2
+    assert trials.read_bytes() == before and "already exists; pass --overwrite" in capsys.readouterr().err
+    for figures in (a_file / "figs", a_file):  # under a regular file; a regular file
+        assert sensitivity.main([str(results), "--out", str(tmp_path / "d.html"), "--figures-dir", str(figures)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --figures-dir") and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "d.html").exists() and a_file.read_text() == "in the way"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    assert sensitivity.main([str(results), "--out", str(tmp_path / "d.html"), "--figures-dir", str(mine)]) == 2
+    assert "already holds files" in capsys.readouterr().err and not (tmp_path / "d.html").exists()
+    assert sensitivity.main([str(results), "--no-images"]) == 0  # the default results/dashboard.html
+    assert sensitivity.main([str(results), "--no-images"]) == 2 and "pass --overwrite" in capsys.readouterr().err
+    assert sensitivity.main([str(results), "--no-images", "--overwrite"]) == 0
+
+
+def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: Path) -> None:
+    """Ctrl-C while the dashboard's modules load (an import hook says when their import starts)."""
+    import signal
+
+    from tests.fixtures.experiments import write_edge_tpe
+
+    write_edge_tpe(tmp_path / "exp" / "A2D")
+    code = ("import sys, runpy\n"
+            "class Hook:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'analysis.dashboard':\n"
+            "            print('ready', flush=True)\n"
+            "sys.meta_path.insert(0, Hook())\n"
+            f"sys.argv = ['sensitivity.py', {str(tmp_path)!r}, '--no-images']\n"
+            "runpy.run_path('analysis/sensitivity.py', run_name='__main__')\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err and err.strip() == "interrupted", err[-2000:]

@@ -66,10 +66,11 @@ def test_the_field_groups_are_the_ones_the_code_used_to_list():
     assert set(PRETRAINING_FIELDS) == {"task", "seed", "backbone", "pretrained", "pretrained_path", "bottleneck_dims",
                                        "pretrain_epochs", "lr_pretrain", "backbone_lr_mult", "weight_decay", "batch_size",
                                        "data_root", "features_path", "image_size", "resize_size", "source_eval_samples",
-                                       "precision", "source_holdout"}
-    assert set(TASK_FIELDS) == {"task", "data_root", "features_path", "image_size", "resize_size", "source_dir", "target_dir"}
-    assert set(PATH_FIELDS) == {"data_root", "features_path", "pretrained_path", "source_dir", "target_dir"}
-    assert set(RUNTIME_FIELDS) == {"device", "num_workers", "data_root", "eval_batch_size"}
+                                       "precision", "source_holdout", "image_cache", "transform"}
+    assert set(TASK_FIELDS) == {"task", "data_root", "features_path", "image_size", "resize_size", "source_dir", "target_dir",
+                                "image_cache", "transform"}
+    assert set(PATH_FIELDS) == {"data_root", "features_path", "pretrained_path", "source_dir", "target_dir", "image_cache"}
+    assert set(RUNTIME_FIELDS) == {"device", "num_workers", "data_root", "eval_batch_size", "compile"}
     with pytest.raises(ValueError, match="The 'group' parameter must be one of searched, pretraining"):
         fields_in("other")
 
@@ -120,3 +121,13 @@ def test_task_defaults_come_from_the_dataset_registry():
     assert SSOTConfig.for_task("digits") == SSOTConfig()
     with pytest.raises(ConfigError, match="Unknown task 'X2Y'. Valid tasks: digits, A2W, .*, P2H, H2P, H2H, P2P, custom\\."):
         SSOTConfig.for_task("X2Y")
+
+
+def test_the_image_fields_are_checked_where_they_enter():
+    assert SSOTConfig.for_task("A2W", transform="paper", image_cache="a2w.ssotimg", compile=True).transform == "paper"
+    with pytest.raises(ConfigError, match="The 'transform' parameter must be one of 'default', 'paper'. Got 'center' instead."):
+        SSOTConfig.for_task("A2W", transform="center")
+    for task, extra in (("digits", {}), ("P2H", {}), ("A2W", {"backbone": "features", "features_path": "x.pt"})):
+        with pytest.raises(ConfigError, match="'image_cache' parameter is set, but task") as info:
+            SSOTConfig.for_task(task, image_cache="a2w.ssotimg", **extra)
+        assert "\n" not in str(info.value)

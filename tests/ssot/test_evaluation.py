@@ -62,7 +62,7 @@ def test_mixval_does_not_depend_on_the_evaluation_batch_size(quick_config, digit
     trainer.pretrain()
     counts = []
     for size in (7, 1000):
-        trainer.config = trainer.config.replace(eval_batch_size=size)
+        trainer.batches.eval_batch_size = size
         counts.append(evaluation.collect(trainer, digits_task.target_eval, mix=True).mix)
     assert counts[0] == counts[1]
     ci, ni, ca, na = counts[0]
@@ -73,8 +73,28 @@ def test_mixval_does_not_depend_on_the_evaluation_batch_size(quick_config, digit
     x = torch.stack([digits_task.target_eval[i][0] for i in range(n)])
     with torch.no_grad():
         trainer.f.eval(); trainer.eta.eval()
-        pseudo = trainer._forward(x)[1].argmax(1)
-        mixed = trainer._forward(evaluation.MIX_LAMBDA * x + (1 - evaluation.MIX_LAMBDA) * x[partner])[1]
+        pseudo = trainer.forward(x)[1].argmax(1)
+        mixed = trainer.forward(evaluation.MIX_LAMBDA * x + (1 - evaluation.MIX_LAMBDA) * x[partner])[1]
     assert V.mixval_scores(torch.softmax(mixed, 1), pseudo, pseudo[partner]) == counts[0]
     other = evaluation.collect(trainer, digits_task.target_eval, mix=True, mix_seed=1).mix
     assert other[1] + other[3] == n and other != counts[0]  # other pairs, other counts
+
+
+def test_partner_view_is_one_object_per_dataset_and_indexes_through_a_subset():
+    """The partner dataset is made once per (dataset, seed), so a run's persistent loader of it is
+    made once; a Subset is looked through (the decoded-image fast path sees one Subset)."""
+    import pickle
+
+    from torch.utils.data import Subset, TensorDataset
+
+    from ssot import evaluation
+    from ssot import validators as V
+
+    base = TensorDataset(torch.arange(20.0).unsqueeze(1), torch.arange(20))
+    ds = Subset(base, list(range(3, 15)))
+    partner, view = evaluation.partner_view(ds, 4)
+    assert torch.equal(partner, V.mixval_partners(12, 4))
+    assert view.dataset is base and [view[i][1].item() for i in range(12)] == [ds[int(j)][1].item() for j in partner]
+    assert evaluation.partner_view(ds, 4)[1] is view and evaluation.partner_view(ds, 5)[1] is not view
+    again = pickle.loads(pickle.dumps(view))  # to loader workers: a plain Subset of the same samples
+    assert type(again) is Subset and again.indices == view.indices

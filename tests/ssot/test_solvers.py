@@ -38,7 +38,7 @@ def test_sinkhorn_plan_value_and_marginals_match_pot(eps):
     np.testing.assert_allclose(plan.sum(1).numpy(), a.numpy(), atol=1e-9)
     np.testing.assert_allclose(plan.sum(0).numpy(), b.numpy(), atol=1e-9)
     value = SinkhornSolver(eps, 5000).ascend(cost, None, None, a)
-    assert value == pytest.approx(float(pot.sinkhorn2(a.numpy(), b.numpy(), cost.numpy(), eps, method="sinkhorn_log",
+    assert float(value) == pytest.approx(float(pot.sinkhorn2(a.numpy(), b.numpy(), cost.numpy(), eps, method="sinkhorn_log",
                                                       numItermax=5000, stopThr=1e-12)), abs=1e-6)  # solver stops at 1e-7 marginal error
     # the entropic primal value equals POT's, and the semi-dual maximum (duality)
     assert entropic_value(cost, plan, a, b, eps) == pytest.approx(_pot_semi_dual_max(cost, a, b, eps) + eps, abs=1e-7)
@@ -100,6 +100,25 @@ def test_net_solver_reaches_the_pot_semi_dual_maximum():
     solver = NetSolver(g, torch.optim.Adam(g.parameters(), lr=3e-2), eps=1.0, steps=400)
     solver.ascend(cost, xt, None, a)
     assert solver.loss(cost, xt, None, a).item() == pytest.approx(_pot_semi_dual_max(cost, a, b, 1.0), abs=1e-4)
+
+
+@pytest.mark.parametrize("name", ["net", "vector", "sinkhorn"])
+def test_ascend_returns_the_value_before_its_update_as_a_tensor_without_reading_it(name):
+    torch.manual_seed(0)
+    cost, a, b, xt = _problem(True)
+    g = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    ids = torch.arange(cost.shape[1])
+    solver = {"net": lambda: NetSolver(g, torch.optim.Adam(g.parameters(), lr=0.1), eps=0.5, steps=2),
+              "vector": lambda: VectorSolver(cost.shape[1], 0.5, lr=0.5, steps=2),
+              "sinkhorn": lambda: SinkhornSolver(0.5, 2000)}[name]()
+    if name == "vector":
+        solver.v = torch.randn(cost.shape[1], dtype=torch.float64)
+    before = float(solver.loss(cost, xt, ids, a).detach())  # the OT value of the state before the ascent
+    value = solver.ascend(cost, xt, ids, a)
+    assert isinstance(value, torch.Tensor) and value.dim() == 0 and not value.requires_grad
+    assert float(value) == pytest.approx(before, rel=1e-12)
+    if name != "sinkhorn":  # the state moved: the value after the ascent is another (a larger) one
+        assert float(solver.loss(cost, xt, ids, a)) > before
 
 
 def test_sample_ids_replace_labels():

@@ -1,6 +1,8 @@
 """The alternating SSOT loop on the embedded digits task (CPU, seconds)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -9,7 +11,8 @@ from ssot.data.digits import TARGET_CLASSES, build_digits_task
 from ssot.data.features import save_feature_cache
 from ssot.errors import ConfigError
 from ssot.models import find_resnet50_weights
-from ssot.trainer import dataset_labels
+from ssot.trainer import CHECK_EVERY, dataset_labels
+from tests.fixtures import step_reference
 
 
 def _params(module: torch.nn.Module) -> list[torch.Tensor]:
@@ -120,6 +123,37 @@ def test_divergence_is_recorded_with_its_reason(digits_task):
     assert "non-finite" in record["reason"] and "epoch 1" in record["reason"]
 
 
+@pytest.mark.parametrize("name", list(step_reference.RUNS))
+def test_the_step_gives_the_numbers_of_the_step_that_read_every_loss_on_the_host(name):
+    """Per-epoch losses, OT value and accuracies of short digits runs, one per OT solver, against
+    those of the code before (tests/fixtures/step_reference.py: recorded from main ad4ae82)."""
+    expected = json.loads(step_reference.PATH.read_text())["runs"][name]
+    got = step_reference.run_values(name)
+    assert len(got) == len(expected) == 3
+    for mine, before in zip(got, expected):
+        assert mine == pytest.approx(before, rel=1e-6, abs=1e-9)
+
+
+def test_a_divergence_is_caught_at_the_next_check_naming_its_window(digits_task, monkeypatch):
+    trainer = Trainer(SSOTConfig.for_task("digits", epochs=2, pretrain_epochs=1, iters_per_epoch=60, lr=1e30), digits_task)
+    steps = []
+    step = trainer.step
+    monkeypatch.setattr(trainer, "step", lambda *args: steps.append(1) or step(*args))
+    record = trainer.fit()
+    assert record["status"] == "diverged" and record["epochs"] == []
+    assert record["reason"].startswith("non-finite loss_total (nan) at epoch 1, within iterations 1-25")
+    assert len(steps) == CHECK_EVERY == 25  # stopped at the first check, not at the end of the 60 iterations
+
+
+def test_a_divergence_in_pretraining_names_its_epoch_and_window(digits_task):
+    trainer = Trainer(SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=2, lr_pretrain=1e30), digits_task)
+    n = trainer.batches.per_pass(trainer.source_train)
+    record = trainer.fit()
+    assert record["status"] == "diverged" and record["source_only"] is None
+    assert record["reason"].startswith("non-finite pretraining loss") and "pretraining epoch 1" in record["reason"]
+    assert f"within iterations 1-{min(n, CHECK_EVERY)}" in record["reason"]
+
+
 @pytest.mark.parametrize("changes", [
     {"use_class_weights": False}, {"use_mask": False}, {"lambda_ent": 0.0}, {"eps": 0.0},
     {"g_steps": 3}, {"pt_refresh": 2}, {"precision": "bf16"}, {"mask_scale": 32.0},
@@ -159,7 +193,7 @@ def test_resnet50_step_on_cpu_with_small_images():
     trainer = Trainer(cfg, task)
     assert trainer.f.out_dim == 512 and trainer.g.net[0].out_features == 256
     losses = trainer.step(x[:4], y[:4], x[4:])
-    assert all(torch.isfinite(torch.tensor(v)) for v in losses.values())
+    assert all(v.dim() == 0 and torch.isfinite(v) for v in losses.values())
 
 
 def test_missing_pretrained_weights_name_the_file_and_url(tmp_path, monkeypatch):
@@ -182,5 +216,28 @@ def test_resnet50_bf16_step_on_gpu():
     task = TaskData("P2I", ds, ds, ds, ds, [str(k) for k in range(12)], list(range(6)), (3, 224, 224))
     cfg = SSOTConfig.for_task("P2I", pretrained=False, precision="bf16", device="cuda", num_workers=0)
     trainer = Trainer(cfg, task)
+    assert trainer.f.backbone.conv1.weight.is_contiguous(memory_format=torch.channels_last)
     losses = trainer.step(x[:32].cuda(), y[:32].cuda(), x[32:].cuda())
-    assert all(torch.isfinite(torch.tensor(v)) for v in losses.values())
+    assert all(v.is_cuda and v.dim() == 0 and torch.isfinite(v) for v in losses.values())
+    xs, _ = next(trainer.batches.train(trainer.source_train, 0))
+    assert xs.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_compiled_resnet50_step_on_gpu_gives_the_losses_of_the_eager_one():
+    from torch.utils.data import TensorDataset
+
+    from ssot.data.base import TaskData
+
+    x, y = torch.randn(16, 3, 64, 64), torch.arange(16) % 12
+    ds = TensorDataset(x, y)
+    task = TaskData("P2I", ds, ds, ds, ds, [str(k) for k in range(12)], list(range(6)), (3, 64, 64))
+    losses = {}
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        cfg = SSOTConfig.for_task("P2I", pretrained=False, device="cuda", num_workers=0, batch_size=8, compile=compiled,
+                                  image_size=64, resize_size=64)
+        trainer = Trainer(cfg, task)
+        losses[compiled] = trainer.step(x[:8].cuda(), y[:8].cuda(), x[8:].cuda())
+    for k, v in losses[False].items():
+        assert float(losses[True][k]) == pytest.approx(float(v), rel=1e-2, abs=1e-3)

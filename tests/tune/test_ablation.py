@@ -63,3 +63,27 @@ def test_ablation_command_through_ray_resumes_and_never_overwrites(quick_config,
     cfg.replace(lambda_ot=0.5).to_json(tmp_path / "other.json")
     assert ablation.main(["--config", str(tmp_path / "other.json"), "--seeds", "0", "--out", str(out)]) == 2
     assert "lambda_ot=1.0 instead of 0.5" in capsys.readouterr().err
+
+
+def test_a_missing_dataset_is_one_line_before_ray_starts(tmp_path, monkeypatch, capsys):
+    """The data of every run is checked before Ray starts (tune.final.train_on_ray): one line, exit 2."""
+    import ray
+
+    monkeypatch.delenv("SSOT_DATA_ROOT", raising=False)
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray started before the data was checked"))
+    assert ablation.main(["--task", "P2I", "--seeds", "0", "--out", str(tmp_path / "abl"), "--num-cpus", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no data root: pass --data-root DIR or set SSOT_DATA_ROOT") and len(err.splitlines()) == 1
+
+
+def test_a_user_error_inside_a_ray_task_is_raised_as_itself():
+    import ray
+
+    from ssot.errors import DataError
+    from tune.final import ray_result
+
+    def get(ref):
+        raise ray.exceptions.RayTaskError("_train", "Traceback ...\x1b[36mray::_train()\x1b[39m", DataError("no data root"))
+
+    with pytest.raises(DataError, match="^no data root$"):
+        ray_result(type("FakeRay", (), {"get": staticmethod(get), "exceptions": ray.exceptions}), object())

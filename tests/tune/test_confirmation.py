@@ -54,3 +54,17 @@ def test_a_raced_table_takes_the_race_pick_and_each_candidates_own_seeds():
     expected = 1 - stats.ttest_rel([0.70, 0.72], [0.60, 0.61], alternative="greater").pvalue
     assert table["p_best"].tolist() == pytest.approx([expected, expected])
     assert "eliminated after 2 seeds" in confirmation.to_markdown(table)
+
+
+def test_the_candidates_of_a_truncated_trials_csv_come_with_the_readers_warning(tmp_path):
+    from tests.fixtures.experiments import with_meta, write_edge_tpe
+
+    folder = write_edge_tpe(tmp_path / "exp" / "A2D")  # the best trial, t3, is not the last one in the file
+    with_meta(folder, base_config=SSOTConfig.for_task("A2D").to_dict())
+    text = (folder / "trials.csv").read_text()
+    (folder / "trials.csv").write_text(text[: len(text) - 40])  # cut inside the last row (trial t6)
+    warnings: list[str] = []
+    candidates = confirmation.gather_candidates(tmp_path, top=1, warn=warnings.append)
+    assert [c.trial_id for c in candidates] == ["t3"]
+    assert warnings == [f"{folder / 'trials.csv'}: 1 malformed row(s) dropped (trial t6): the file is truncated, corrupt or "
+                        "still being written - the other rows are used"]

@@ -72,3 +72,31 @@ def test_export_and_final_refuse_an_out_that_is_or_lies_under_a_file(quick_confi
 def searches(tmp_path) -> dict[str, Path]:
     """The best, a worse and a running experiment of one task (:func:`write_export_searches`)."""
     return write_export_searches(tmp_path / "searches")
+
+
+def test_export_names_the_problems_of_a_truncated_trials_csv(tmp_path, capsys):
+    """A trials.csv cut inside the best trial's last row no longer gives the best trial that
+    experiment.json recorded: that experiment is skipped, never exported under another trial's
+    accuracy; a cut in another trial is exported with the reader's warning, as the dashboard prints it."""
+    from tests.fixtures.experiments import TPE_SPACE, trial_rows, write_experiment
+
+    def experiment(name: str, best: float, cut_best: bool) -> Path:
+        config = {"lambda_ot": 1.0, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 256}
+        best_rows = trial_rows("digits", "tpe", "b", {**config, "lambda_ot": 2.0}, [0.5, best], "completed")
+        other = trial_rows("digits", "tpe", "c", {**config, "lambda_ot": 3.0}, [0.5, 0.6], "completed")
+        rows = trial_rows("digits", "tpe", "a", config, [0.5, 0.9], "completed") + (other + best_rows if cut_best else best_rows + other)
+        folder = write_experiment(tmp_path / "res" / name / "digits", rows, task="digits", search="tpe", space=TPE_SPACE, max_epochs=2)
+        text = (folder / "trials.csv").read_text()
+        (folder / "trials.csv").write_text(text[: len(text) - 40])  # cut inside the last row
+        return folder
+
+    cut_in_best = experiment("x1", 0.95, cut_best=True)  # the best trial b is last in the file: its last epoch is cut
+    cut_elsewhere = experiment("x2", 0.93, cut_best=False)
+    assert export.main([str(tmp_path / "res"), "--out", str(tmp_path / "configs")]) == 0
+    out, err = capsys.readouterr()
+    assert f"target_acc 0.9300 from {cut_elsewhere}" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"warning: skipped {cut_in_best}") and "gives the best trial as trial a" in lines[0]
+    assert lines[1] == (f"warning: {cut_elsewhere / 'trials.csv'}: 1 malformed row(s) dropped (trial c): the file is truncated, "
+                        "corrupt or still being written - the other rows are used")

@@ -35,46 +35,21 @@ def test_missing_dataset_exits_at_once_with_where_to_get_it(tmp_path):
 
 def test_more_gpus_than_the_cluster_has_is_refused_within_seconds(tmp_path):
     start = time.monotonic()
-    proc = _run_cli(["--task", "digits", "--gpus-per-trial", "1", "--num-cpus", "2", "--storage-path", str(tmp_path)])
-    if proc.returncode == 0:
+    proc = _run_cli(["--task", "digits", "--gpus-per-trial", "2", "--num-cpus", "2", "--storage-path", str(tmp_path)])
+    if "the Ray cluster has (0)" not in proc.stderr:
         pytest.skip("this machine has a GPU")
     assert proc.returncode == 2 and "asks for more GPUs than the Ray cluster has (0)" in proc.stderr
+    assert "Use --gpus-per-trial 0: the cluster has no GPU" in proc.stderr and "<= 0" not in proc.stderr
     assert time.monotonic() - start < 90 and "Traceback" not in proc.stderr
 
 
-@pytest.mark.slow
-def test_an_interrupted_search_resumes_to_exactly_the_asked_number_of_trials(tmp_path):
-    args = ["--task", "digits", "--num-samples", "4", "--epochs", "3", "--set", "pretrain_epochs=2",
-            "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--storage-path", str(tmp_path),
-            "--name", "crash", "--grace-period", "1", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
-    proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    exp = tmp_path / "crash" / "digits"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any(p.stat().st_size > 0 for p in exp.glob("trial_*/result.json")):
-        time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)  # Ctrl-C: Ray saves the experiment state and exits
-    proc.communicate(timeout=120)
-    assert proc.returncode == 130  # interrupted is not success
-    assert (exp / "experiment.json").exists()
-    before = json.loads((exp / "experiment.json").read_text())
-    assert before["status"] == "running"
-    refused = _run_cli(args)
-    assert refused.returncode == 2 and "already exists. Pass --resume" in refused.stderr
-    resumed = _run_cli([*args, "--resume"])
-    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
-    frame = pd.read_csv(exp / "trials.csv")
-    last = final_results(frame)
-    assert last["trial_id"].nunique() == 4
-    for _, trial in frame.groupby("trial_id"):  # interrupted trials continued from their checkpoint
-        assert list(trial["epoch"]) == list(range(1, len(trial) + 1))
-    assert set(last["status"]) <= {"completed", "early-stopped"}
-    assert json.loads((exp / "experiment.json").read_text())["status"] == "finished"
-    assert "finished; table" in resumed.stdout
-    # the resumed search kept the same Optuna study: every trial, with its last value (tune/live.py)
-    import optuna
+def test_no_cpus_are_refused_naming_num_cpus_before_ray_starts(tmp_path, capsys):
+    from tune import search
 
-    study = optuna.load_study(study_name="crash/digits", storage=f"sqlite:///{tmp_path}/optuna.db")
-    assert sorted(t.value for t in study.trials) == pytest.approx(sorted(last["target_acc"]))
+    assert search.main(["--task", "digits", "--num-cpus", "0", "--storage-path", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "'--num-cpus' argument must be an int in [1, inf). Got 0" in err and "--cpus-per-trial" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_command_line_ranges_and_grid_options():
@@ -113,3 +88,114 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
     # the fake searches return no trial, hence "nothing usable"; what is checked is the expansion
     assert search.main(["--task", "embedded", "--num-samples", "1"]) == EXIT_NOTHING_USABLE
     assert seen == [("digits", "ssot-embedded"), ("P2H", "ssot-embedded"), ("H2P", "ssot-embedded")]
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", ".hidden", "x" * 300])
+def test_a_name_that_is_not_one_folder_is_refused_before_any_work(tmp_path, capsys, name):
+    from tune import search
+
+    storage = tmp_path / "in" / "sp"
+    assert search.main(["--task", "digits", "--num-samples", "1", "--storage-path", str(storage), "--name", name]) == 2
+    err = capsys.readouterr().err
+    assert "'--name' argument must be one folder name" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing written, inside or outside --storage-path
+
+
+def test_a_second_driver_of_a_running_search_is_refused_in_one_line(tmp_path, capsys):
+    """The lock is taken before any work: a second search, or --resume, with the same --name and
+    task is refused while the first driver (here this process) holds it."""
+    from ssot.results.lock import ExperimentLock
+    from tune import search
+
+    folder = tmp_path / "runs" / "same" / "digits"
+    args = ["--task", "digits", "--num-samples", "1", "--storage-path", str(tmp_path / "runs"), "--name", "same"]
+    with ExperimentLock(str(folder)):
+        (folder / "experiment.json").write_text("{}")  # what the first driver wrote meanwhile
+        for extra in ([], ["--resume"]):
+            assert search.main([*args, *extra]) == 2
+            err = capsys.readouterr().err
+            assert len(err.splitlines()) == 1 and f"is in use by another search (pid {os.getpid()} on" in err, err
+    assert sorted(p.name for p in folder.iterdir()) == ["experiment.json"]
+
+
+@pytest.mark.slow
+def test_a_search_interrupted_or_killed_at_every_point_resumes_to_the_asked_trials_with_each_epoch_once(tmp_path):
+    """Ctrl-C at a trial's first result, kill -9 of the driver during a checkpoint write, after the
+    first completed trial and after an ASHA stop (tests/fixtures/killed_search.py: each point stops
+    one driver), each followed by the same command with --resume: the asked number of trials, each
+    epoch once, the same Optuna study, no checkpoint left behind."""
+    from tests.fixtures.killed_search import POINTS
+
+    log = tmp_path / "kills.log"
+    args = ["--task", "digits", "--num-samples", "3", "--epochs", "3", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
+            "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
+            "--storage-path", str(tmp_path), "--name", "crash", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+    run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), ",".join(POINTS), *args], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    exp = tmp_path / "crash" / "digits"
+    assert json.loads((exp / "experiment.json").read_text())["status"] == "running"
+    refused = _run_cli(args)
+    assert refused.returncode == 2 and "already exists. Pass --resume" in refused.stderr
+    statuses = [run.returncode]
+    while run.returncode != 0 and len(statuses) <= len(POINTS):
+        run = _run_cli([*args, "--resume"])
+        statuses.append(run.returncode)
+    assert sorted(statuses) == [-signal.SIGKILL] * 3 + [0, 130], (statuses, run.stdout[-2000:] + run.stderr[-2000:])
+    assert sorted(line.split()[0] for line in log.read_text().splitlines()) == sorted(POINTS)
+    assert "finished; table" in run.stdout
+    frame = pd.read_csv(exp / "trials.csv")
+    assert frame["trial_id"].nunique() == 3
+    for trial_id, rows in frame.groupby("trial_id"):  # interrupted trials continued from their checkpoint
+        assert list(rows["epoch"]) == list(range(1, len(rows) + 1)), (trial_id, rows)
+    last = final_results(frame)
+    assert set(last["status"]) <= {"completed", "early-stopped"}
+    info = json.loads((exp / "experiment.json").read_text())
+    assert info["status"] == "finished" and info["best_trial"] in set(frame["trial_id"])
+    assert list(exp.glob("trial_*/checkpoint_*")) == [] and not (exp / ".ssot-search.lock").exists()
+    import optuna  # the resumed searches kept the same Optuna study: every final trial is in it, with its last value
+
+    study = optuna.load_study(study_name="crash/digits", storage=f"sqlite:///{tmp_path}/optuna.db")
+    assert set(last["target_acc"].round(6)) <= {round(t.value, 6) for t in study.trials if t.value is not None}
+
+
+def _mount_tmpfs(folder, size: str) -> None:
+    """Mount a tmpfs of ``size`` at ``folder``, or skip the test where this machine cannot."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+
+@pytest.mark.slow
+def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_fixed(tmp_path):
+    store = tmp_path / "store"
+    _mount_tmpfs(store, "64m")
+    try:
+        args = ["--task", "digits", "--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set",
+                "iters_per_epoch=5", "--no-early-stop", "--max-concurrent", "1", "--num-cpus", "2", "--max-failures", "0",
+                "--storage-path", str(store), "--name", "ro", "--verbose", "1"]
+        proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        trials = store / "ro" / "digits" / "trials.csv"
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None and not (trials.exists() and ",completed," in trials.read_text()):
+            time.sleep(0.2)
+        subprocess.run(["mount", "-o", "remount,ro", str(store)], check=True)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 4, out[-2000:] + err[-3000:]
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"error: The storage of experiment {store / 'ro' / 'digits'} failed during the search "
+                               "(Read-only file system)") and "--resume" in last, last
+        assert "Traceback" not in err, err[-3000:]
+        subprocess.run(["mount", "-o", "remount,rw", str(store)], check=True)
+        resumed = _run_cli([*args, "--resume"])
+        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+        frame = pd.read_csv(trials)
+        assert frame["trial_id"].nunique() == 2 and set(final_results(frame)["status"]) == {"completed"}
+        for _, rows in frame.groupby("trial_id"):
+            assert list(rows["epoch"]) == [1, 2]
+    finally:
+        subprocess.run(["umount", "-l", str(store)], capture_output=True)

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from ssot.data.benchmarks import ImageSampleDataset, build_benchmark_task, eval_transform, find_domain_samples, load_image_list, resolve_data_root
+from ssot.data.benchmarks import (ImageSampleDataset, build_benchmark_task, eval_transform, find_domain_samples, load_image_list,
+                                  resolve_data_root, train_transform)
 from ssot.data.registry import DATASETS
 from ssot.errors import ConfigError, DataError
 from tests.fixtures.images import OFFICE31, assert_one_line, make_imageclef, make_office31, write_image, write_list
@@ -192,3 +193,20 @@ def test_archive_folder_directly_in_the_data_root_is_accepted(archives, tmp_path
     data = build_benchmark_task("Rw2Ar", tmp_path, image_size=8, resize_size=8)
     assert len(data.source) == 65 and len(data.target) == 25
     assert all("Real World" in str(p) for p, _ in data.source.samples)
+
+
+def test_the_paper_transform_is_the_centre_crop_of_a_square_resize_for_training_and_evaluation(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(1).integers(0, 256, (30, 47, 3), dtype=np.uint8)  # not square
+    image = Image.fromarray(pixels)
+    square = np.asarray(image.resize((16, 16), Image.BILINEAR), dtype=np.float32) / 255  # the paper: 256x256 resized
+    mean, std = np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32)
+    expected = torch.from_numpy(((square[2:14, 2:14] - mean) / std).transpose(2, 0, 1))  # then the 12x12 centre crop
+    for transform in (train_transform(12, "paper", 16), eval_transform(12, 16, "paper")):
+        torch.testing.assert_close(transform(image), expected, atol=1e-6, rtol=0)
+    assert not torch.allclose(eval_transform(12, 16)(image), expected, atol=1e-3)  # the default keeps the aspect ratio
+    make_office31(tmp_path, per_class=1)
+    data = build_benchmark_task("A2W", tmp_path, image_size=12, resize_size=16, transform="paper")
+    assert all(torch.equal(data.source[i][0], data.source_eval[i][0]) for i in range(3))  # no random augmentation

@@ -48,3 +48,23 @@ def test_an_all_diverged_search_is_finished_without_a_best_config_and_without_er
     result = build_dashboard(tmp_path, images=False)
     assert [p for p in result.problems if p.severity == "error"] == []
     assert "still running" not in " ".join(str(p) for p in result.problems)
+
+
+def test_rows_with_a_nan_or_infinite_hyperparameter_are_dropped_and_the_dashboard_draws_the_rest(tmp_path):
+    from analysis.dashboard import build_dashboard
+    from tests.fixtures.experiments import write_edge_tpe
+
+    folder = write_edge_tpe(tmp_path / "exp" / "A2D")
+    frame = pd.read_csv(folder / "trials.csv")
+    frame.loc[frame["trial_id"] == "t1", "eps"] = float("inf")
+    frame.loc[frame["trial_id"] == "t2", "lambda_ot"] = float("nan")
+    frame.loc[(frame["trial_id"] == "t0") & (frame["epoch"] == 2), "source_acc"] = float("-inf")
+    frame.to_csv(folder / "trials.csv", index=False)
+    files = read_experiment(folder)
+    assert set(files.trials["trial_id"]) == {"t0", "t3", "t4", "t5", "t6"}
+    assert files.trials["source_acc"].isna().sum() == 1 and files.trials["source_acc"].abs().max() < 1
+    messages = [p.message for p in files.problems]
+    assert any("8 malformed row(s) dropped (trial t1, t2)" in m for m in messages), messages
+    assert any("infinite value(s) in source_acc read as missing" in m for m in messages), messages
+    result = build_dashboard(tmp_path, images=False)  # no OverflowError, no math domain error
+    assert result.n_experiments == 1

@@ -161,3 +161,28 @@ def test_wrong_credentials_are_one_line_and_exit_2(s3, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--storage-path s3://{s3}/runs cannot be written" in err, err
     assert "AWS_ACCESS_KEY_ID" in err and "Traceback" not in err
+
+
+
+def test_the_lock_of_an_experiment_in_object_storage(s3, monkeypatch):
+    """Best effort (no conditional create): a marker read back after a settle time."""
+    from ssot.results import lock, storage
+
+    monkeypatch.setattr(lock, "SETTLE_S", 0.1)
+    folder = f"s3://{s3}/runs/exp/digits"
+    with lock.ExperimentLock(folder):
+        assert json.loads(storage.read_text(f"{folder}/{lock.LOCK_FILE}"))["host"]
+        with pytest.raises(lock.LockedError, match="is in use by another search"):
+            lock.ExperimentLock(folder).acquire()
+    assert not storage.exists(f"{folder}/{lock.LOCK_FILE}")  # released
+    late = lock.ExperimentLock(folder)
+    write = storage.write_text
+
+    def both_write(uri, text):  # two drivers write their markers at once: the last writer goes on
+        write(uri, text)
+        write(uri, json.dumps({"host": "another-machine", "pid": 1, "started": "now", "token": late.token}))
+
+    monkeypatch.setattr(storage, "write_text", both_write)
+    with pytest.raises(lock.LockedError, match="pid 1 on another-machine"):
+        lock.ExperimentLock(folder).acquire()
+    assert late.holder()["token"] == late.token

@@ -1,0 +1,118 @@
+"""`ssot/data/decoded.py` and `python -m ssot.data prepare`: the decoded-image cache."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from ssot.data.__main__ import main
+from ssot.data.benchmarks import build_benchmark_task
+from ssot.data.decoded import CACHE_DIR_ENV, default_path, load_decoded_task, open_cache, prepare, read_header
+from ssot.errors import DataError, SSOTError
+from tests.fixtures.images import assert_one_line, make_office31
+
+SIZE, CROP = 16, 12
+
+
+@pytest.fixture(scope="module")
+def office(tmp_path_factory):
+    """A tiny Office-31 folder (1 image per class and domain) and its A2W cache at 16x16."""
+    root = make_office31(tmp_path_factory.mktemp("decoded") / "data", per_class=1)
+    return root, prepare("A2W", root, root / "a2w.ssotimg", resize_size=SIZE)
+
+
+def test_each_image_is_stored_once_square_resized_with_its_provenance(office):
+    root, path = office
+    cache = open_cache(path, "A2W", SIZE)
+    h = cache.header
+    jpeg = build_benchmark_task("A2W", root, image_size=CROP, resize_size=SIZE)
+    assert (h["task"], h["dataset"], h["domains"]) == ("A2W", "office31", {"source": "amazon", "target": "webcam"})
+    assert h["count"] == {"source": 31, "target": 10} and h["resize"]["size"] == SIZE
+    assert h["labels"] == {"source": jpeg.source.targets, "target": jpeg.target.targets}
+    samples = jpeg.source.samples + jpeg.target.samples
+    assert h["files"]["source"] + h["files"]["target"] == [p.relative_to(root).as_posix() for p, _ in samples]
+    for k, (file, _) in enumerate(samples):  # the square resize of each image, as PIL computes it
+        with Image.open(file) as image:
+            assert np.array_equal(cache.pixels[k], np.asarray(image.convert("RGB").resize((SIZE, SIZE), Image.BILINEAR)))
+    _, offset = read_header(path)
+    assert offset % 4096 == 0 and path.stat().st_size == offset + 41 * SIZE * SIZE * 3
+    assert h["data_sha256"] == hashlib.sha256(path.read_bytes()[offset:]).hexdigest()
+
+
+def test_the_default_location_and_a_cache_is_never_overwritten(office, tmp_path, monkeypatch):
+    root, path = office
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
+    assert default_path("A2W", root, 256) == root / "decoded" / "A2W-256.ssotimg"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "caches"))
+    assert default_path("A2W", root, 128) == tmp_path / "caches" / "A2W-128.ssotimg"
+    before = path.read_bytes()
+    with pytest.raises(SSOTError, match="already exists") as info:
+        prepare("A2W", root, path, resize_size=SIZE)
+    assert_one_line(info)
+    assert path.read_bytes() == before and [p.name for p in path.parent.glob(".*tmp")] == []
+
+
+def _damaged(path, tmp_path, name, change):
+    data = bytearray(path.read_bytes())
+    change(data)
+    out = tmp_path / name
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_a_cache_of_another_task_or_size_or_a_damaged_one_is_refused_in_one_line(office, tmp_path):
+    _, path = office
+    _, offset = read_header(path)
+    cases = {
+        "holds task 'A2W', not 'W2A'": (path, "W2A", SIZE),
+        "holds 16x16 images but the config's resize_size is 256": (path, "A2W", 256),
+        "truncated": (_damaged(path, tmp_path, "cut.ssotimg", lambda d: d.__delitem__(slice(-100, None))), "A2W", SIZE),
+        "checksum mismatch": (_damaged(path, tmp_path, "bit.ssotimg", lambda d: d.__setitem__(offset + 500, d[offset + 500] ^ 1)),
+                              "A2W", SIZE),
+        "damaged header": (_damaged(path, tmp_path, "head.ssotimg", lambda d: d.__setitem__(16, ord("}"))), "A2W", SIZE),
+        "not a decoded-image cache": (_damaged(path, tmp_path, "other.bin", lambda d: d.__setitem__(0, 0)), "A2W", SIZE),
+        "does not exist": (tmp_path / "missing.ssotimg", "A2W", SIZE),
+    }
+    for message, (file, task, size) in cases.items():
+        with pytest.raises(DataError, match=message) as info:
+            open_cache(file, task, size)
+        assert_one_line(info)
+
+
+def test_the_paper_transform_reads_the_same_tensors_from_the_cache_and_from_the_jpegs(office):
+    root, path = office
+    jpeg = build_benchmark_task("A2W", root, image_size=CROP, resize_size=SIZE, transform="paper")
+    cached = load_decoded_task(path, "A2W", image_size=CROP, resize_size=SIZE, transform="paper")
+    for side in ("source", "source_eval", "target", "target_eval"):
+        a, b = getattr(jpeg, side), getattr(cached, side)
+        assert len(a) == len(b)
+        for i in range(len(a)):
+            assert torch.equal(a[i][0], b[i][0]) and a[i][1] == b[i][1]
+    # with the default transform the evaluation is the same centre crop of the square resize
+    default = load_decoded_task(path, "A2W", image_size=CROP, resize_size=SIZE)
+    assert torch.equal(default.target_eval[3][0], jpeg.target_eval[3][0])
+    torch.manual_seed(0)
+    assert not torch.equal(default.source[0][0], default.source[0][0])  # random crops for training
+
+
+def test_prepare_command_then_train_on_the_cache(office, tmp_path, capsys):
+    from ssot import SSOTConfig, run
+
+    root, _ = office
+    out = tmp_path / "cache" / "a2w.ssotimg"
+    args = ["prepare", "--task", "a2w", "--data-root", str(root), "--out", str(out), "--resize-size", str(SIZE),
+            "--workers", "2", "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert f"--image-cache {out}" in printed and "31 source + 10 target images" in printed
+    assert json.loads(json.dumps(read_header(out)[0]))["task"] == "A2W"
+    assert main(args) == 2 and "already exists" in capsys.readouterr().err
+    cfg = SSOTConfig.for_task("A2W", image_cache=str(out), pretrained=False, image_size=CROP, resize_size=SIZE, batch_size=4,
+                              epochs=1, pretrain_epochs=0, iters_per_epoch=1, bottleneck_dims=(16,), num_workers=0,
+                              device="cpu", source_eval_samples=8)
+    record = run(cfg)
+    assert record["status"] == "completed" and record["task"]["n_source"] == 31 and record["task"]["n_target"] == 10
