@@ -18,7 +18,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.data.selection import CSV_NAME, MARKDOWN_NAME, selection_table, summary, to_markdown  # noqa: E402
+from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary,  # noqa: E402
+                                     task_tables, to_markdown)
 from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError  # noqa: E402
 from ssot.results import storage  # noqa: E402
@@ -74,8 +75,11 @@ def selection(args: argparse.Namespace) -> int:
                            "trials with validator scores (experiment.json's validator_directions and their columns in "
                            "trials.csv); run tune/search.py to the end first.")
     summ = summary(table)
-    write_new_tables(out, table, CSV_NAME, to_markdown(summ), MARKDOWN_NAME)
-    print(to_markdown(summ), end="")
+    write_new_tables(out, table, CSV_NAME, task_tables(summ) + "
+" + recipe_markdown(table) + "
+" + to_markdown(summ), MARKDOWN_NAME)
+    print(task_tables(summ) + "
+" + recipe_markdown(table), end="")
     print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
     return cli.EXIT_OK
 

@@ -1,8 +1,9 @@
 """The per-epoch evaluation pass: accuracies and label-free validators in one batched pass.
 
 The target set is read once (features, probabilities, labels) plus one extra forward per batch on
-MixVal's mixed inputs ``lam x_i + (1 - lam) x_{flip(i)}`` (the batch paired with its reverse, as
-in the authors' code); the held-out source subset is read once (features, probabilities,
+MixVal's mixed inputs ``lam x_i + (1 - lam) x_{partner(i)}``, with the partners a seeded random
+cycle over the whole target set (:func:`ssot.validators.mixval_partners`: the same pairs for every
+batch size and every run); the held-out source subset is read once (features, probabilities,
 per-sample cross-entropy for DEV). No gradients. Every validator of
 :data:`ssot.validators.EPOCH_VALIDATORS` is then a cheap function of these tensors.
 
@@ -11,7 +12,8 @@ accuracy is then ``None`` and only the validators are reported.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -36,6 +38,7 @@ class Trainer(Protocol):
 
 
 MIX_LAMBDA = 0.55  # MixVal's fixed mixing ratio (Hu et al. 2023)
+MIX_SEED = 0  # MixVal's pairs: the same for every run, so candidates are probed with the same pairs
 
 
 @dataclass
@@ -49,24 +52,84 @@ class Pass:
 
 
 @torch.no_grad()
-def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False) -> Pass:
-    """Features, probabilities and labels of ``ds``; with ``mix``, MixVal's counts as well."""
+def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False, mix_seed: int = MIX_SEED) -> Pass:
+    """Features, probabilities and labels of ``ds``; with ``mix``, MixVal's counts as well.
+
+    MixVal's partner inputs are a second stream of evaluation batches over the same samples in
+    partner order (:func:`partner_view`), zipped with the first: every pair is formed across batch
+    boundaries, so the score does not depend on ``eval_batch_size``. The pseudo-labels of both
+    members come from this same pass.
+    """
     was_training = trainer.f.training
     trainer.f.eval(); trainer.eta.eval()
-    feats, probs, labels = [], [], []
-    counts = [0.0, 0, 0.0, 0]
-    for x, y in trainer.eval_batches(ds):
+    feats, probs, labels, mixed = [], [], [], []
+    partner, view = partner_view(ds, mix_seed) if mix else (None, None)
+    for x, y, *rest in _zip_batches(trainer.eval_batches(ds), trainer.eval_batches(view) if view is not None else None):
         f, logits = trainer.forward(x)
-        p = torch.softmax(logits, dim=1)
-        feats.append(f); probs.append(p); labels.append(y)
-        if mix and x.shape[0] > 1:
-            flip = torch.arange(x.shape[0] - 1, -1, -1, device=x.device)
-            _, mixed = trainer.forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * x[flip])
-            pseudo = p.argmax(1)
-            for i, v in enumerate(V.mixval_scores(torch.softmax(mixed, 1), pseudo, pseudo[flip])):
-                counts[i] += v
+        feats.append(f); probs.append(torch.softmax(logits, dim=1)); labels.append(y)
+        if rest:
+            _, logits_mixed = trainer.forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * rest[0])
+            mixed.append(torch.softmax(logits_mixed, dim=1))
     trainer.f.train(was_training); trainer.eta.train(was_training)
-    return Pass(torch.cat(feats), torch.cat(probs), torch.cat(labels).long(), tuple(counts))  # type: ignore[arg-type]
+    out = Pass(torch.cat(feats), torch.cat(probs), torch.cat(labels).long())
+    if partner is not None and len(ds) > 1:
+        pseudo = out.probs.argmax(1)
+        out.mix = V.mixval_scores(torch.cat(mixed), pseudo, pseudo[partner.to(pseudo.device)])
+    return out
+
+
+class _PartnerView(Subset):
+    """``Subset(base, indices)`` holding ``base`` weakly, so that :func:`partner_view`'s cache
+    never keeps a run's data alive; pickled (to loader workers) as a plain ``Subset``."""
+
+    def __init__(self, base: Dataset, indices: list[int]):  # no super().__init__: ``dataset`` is a property
+        self._base = weakref.ref(base)
+        self.indices = indices
+
+    @property
+    def dataset(self) -> Dataset:  # type: ignore[override]
+        return self._base()  # type: ignore[return-value]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Subset, (self.dataset, self.indices)
+
+
+_PARTNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def partner_view(ds: Dataset, seed: int = MIX_SEED) -> tuple[torch.Tensor, Dataset]:
+    """``(partner, view)``: MixVal's partners of ``ds`` (:func:`ssot.validators.mixval_partners`)
+    and a dataset of the partner samples in order (``view[i] = ds[partner[i]]``).
+
+    The view is the same object for the same ``ds`` and ``seed``, so a run's persistent loader of
+    it (:class:`ssot.batches.Batches`) is made once, not once per epoch; it indexes the dataset
+    under a :class:`~torch.utils.data.Subset` directly, which keeps a decoded-image cache's fast
+    path (:func:`ssot.batches.decoded_view` looks through one ``Subset``).
+    """
+    try:
+        cached = _PARTNERS.get(ds)
+    except TypeError:  # not weak-referenceable: no cache
+        cached = None
+    if cached is not None and cached[0] == seed:
+        return cached[1], cached[2]
+    partner = V.mixval_partners(len(ds), seed)  # type: ignore[arg-type]
+    order = partner.tolist()
+    base, indices = (ds.dataset, [ds.indices[i] for i in order]) if isinstance(ds, Subset) else (ds, order)
+    view = _PartnerView(base, indices)
+    try:
+        _PARTNERS[ds] = (seed, partner, view)
+    except TypeError:
+        pass
+    return partner, view
+
+
+def _zip_batches(loader: Iterable, partners: Iterable | None) -> Iterator[tuple]:
+    """``(x, y)`` batches of ``loader``, each followed by the partner batch's inputs when given."""
+    if partners is None:
+        yield from loader
+        return
+    for (x, y), (x_b, _) in zip(loader, partners, strict=True):
+        yield x, y, x_b
 
 
 def split_source(task: TaskData, fraction: float, seed: int) -> tuple[Dataset, Dataset]:

@@ -3,6 +3,7 @@
     python tune/confirm.py RESULTS_DIR --top 3 --seeds 0 1 2          # -> RESULTS_DIR/confirmed/
     python tune/confirm.py RESULTS_DIR --top 3 --seeds 0 1 2 --out confirmed --address auto
     python tune/final.py RESULTS_DIR/confirmed --seeds 0 1 2 --out final   # confirmed configs, as exported ones
+    python tune/confirm.py RESULTS_DIR --top 5 --race --seeds 1 2 3 4 5 6 7 8 9 10 --budget 15   # racing
 
 Every finished experiment under RESULTS_DIR (searched recursively) has its ``--top`` best trials
 (the best-trial rule of ``tune/py``: trials that reached the last epoch, ranked by the
@@ -12,7 +13,15 @@ it ends and reused when the command is run again, so an interrupted confirmation
 it stopped. The table (mean +- std per config beside its single-seed score in the search) goes to
 ``OUT/confirmation.csv`` and ``OUT/confirmation.md``, the confirmed config (best mean, ties to the
 search's rank) of each task to ``OUT/<task>.json``; existing files are never overwritten (see
-``tune/confirmation.py``). Exit statuses: :mod:`ssot.cli` (2: bad input; 1: a run did not
+``tune/confirmation.py``).
+
+With ``--race`` (``tune/racing.py``) the seeds are a pool taken in order: every candidate runs the
+first ``--first-test`` seeds, then each round gives the next seed to the candidates still in
+contention and drops those a one-sided paired t-test finds worse than the leader at
+``--confidence``; an experiment stops when one candidate remains or its next round would pass
+``--budget`` runs (default: ``3 x --top``, the cost of a fixed 3-seed confirmation). The table
+says how each candidate left the race and how likely the pick is to be the best. Runs are
+reused as without ``--race`` (same files), so a raced confirmation resumes too. Exit statuses: :mod:`ssot.cli` (2: bad input; 1: a run did not
 complete, diverged).
 """
 from __future__ import annotations
@@ -28,7 +37,7 @@ if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/c
 from ssot import cli  # noqa: E402
 from ssot.errors import ResultsError, one_line  # noqa: E402
 from ssot.results import storage  # noqa: E402
-from tune import confirmation  # noqa: E402
+from tune import confirmation, racing  # noqa: E402
 from tune.final import train_on_ray  # noqa: E402
 
 
@@ -38,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--top", type=int, default=3, help="candidates per experiment: its best trials (default 3)")
     cli.add_seeds(parser, help="seeds of each candidate")
     parser.add_argument("--out", type=Path, help="output folder (default: RESULTS_DIR/confirmed)")
+    g = parser.add_argument_group("racing (tune/racing.py)")
+    g.add_argument("--race", action="store_true",
+                   help="spend seeds only on candidates still in contention (--seeds is the pool, taken in order)")
+    g.add_argument("--budget", type=int, help="with --race: most runs per experiment (default: 3 x --top)")
+    g.add_argument("--confidence", type=float, default=0.95,
+                   help="with --race: eliminate a candidate when the leader is better at this one-sided confidence (default 0.95)")
+    g.add_argument("--first-test", type=int, default=2,
+                   help="with --race: seeds every candidate runs before the first test (default 2)")
     r = parser.add_argument_group("resources (as tune/search.py)")
     cli.add_trial_resources(r, "run")
     cli.add_ray_flags(r)
@@ -59,19 +76,69 @@ def confirm(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise ResultsError(f"The '--top' argument must be an int in [1, inf). Got {args.top} instead.")
     cli.check_resources_args(args)
+    _rule(args)  # the racing flags, refused before any work
     candidates = confirmation.gather_candidates(args.results_dir, args.top,
                                                 lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
     cli.check_output(out, "--out", folder=True,
                      new=[p.name for p in confirmation.output_paths(out, sorted({c.task for c in candidates}))])
-    jobs = {(c.label, s): (c.config.replace(seed=s), confirmation.run_path(out, c.task, c.trial_id, s))
-            for c in candidates for s in args.seeds}
-    records = train_on_ray(jobs, num_cpus=args.num_cpus, address=args.address, cpus_per_run=args.cpus_per_trial,
-                           gpus_per_run=args.gpus_per_trial)
-    table = confirmation.confirmation_table(candidates, records, args.seeds)
+
+    def runs(pairs: Sequence[tuple[confirmation.Candidate, int]]) -> dict:
+        jobs = {(c.label, s): (c.config.replace(seed=s), confirmation.run_path(out, c.task, c.trial_id, s)) for c, s in pairs}
+        return train_on_ray(jobs, num_cpus=args.num_cpus, address=args.address, cpus_per_run=args.cpus_per_trial,
+                            gpus_per_run=args.gpus_per_trial)
+
+    if args.race:
+        records, races = _race(candidates, args, runs)
+    else:
+        records, races = runs([(c, s) for c in candidates for s in args.seeds]), None
+    table = confirmation.confirmation_table(candidates, records, args.seeds, races)
     paths = confirmation.write_confirmation(table, candidates, out)
     print(confirmation.to_markdown(table), end="")
     print(f"wrote {', '.join(map(str, paths))}")
     return cli.runs_status(records.values())
+
+
+def _rule(args: argparse.Namespace) -> racing.RaceRule:
+    """The race's rule from the flags, or a one-line error naming the flag."""
+    if not args.race:
+        if args.budget is not None:
+            raise ResultsError("The '--budget' argument only applies with --race. Add --race or drop --budget.")
+        return racing.RaceRule()
+    budget = 3 * args.top if args.budget is None else args.budget
+    if args.first_test < 2:
+        raise ResultsError(f"The '--first-test' argument must be an int in [2, inf). Got {args.first_test} instead.")
+    if not 0.5 <= args.confidence < 1:
+        raise ResultsError(f"The '--confidence' argument must be a float in [0.5, 1). Got {args.confidence} instead.")
+    if len(args.seeds) < args.first_test:
+        raise ResultsError(f"The '--seeds' argument must give at least --first-test = {args.first_test} seeds with --race. "
+                           f"Got {len(args.seeds)} instead.")
+    if budget < args.top * args.first_test:
+        raise ResultsError(f"The '--budget' argument must cover the first round (--top x --first-test = "
+                           f"{args.top * args.first_test} runs). Got {budget} instead.")
+    return racing.RaceRule(confidence=args.confidence, first_test=args.first_test, budget=budget)
+
+
+def _race(candidates: Sequence[confirmation.Candidate], args: argparse.Namespace, runs) -> tuple[dict, dict]:
+    """Race each experiment's candidates (one :func:`tune.racing.race` per experiment, one Ray
+    batch per round); returns every run record and the race of each experiment."""
+    rule = _rule(args)
+    records: dict = {}
+    races: dict[str, racing.RaceResult] = {}
+    by_experiment: dict[str, list[confirmation.Candidate]] = {}
+    for c in candidates:
+        by_experiment.setdefault(str(c.experiment), []).append(c)
+    for experiment, group in by_experiment.items():
+        by_label = {c.label: c for c in group}
+
+        def evaluate(batch: Sequence[tuple[str, int]]) -> dict:
+            got = runs([(by_label[label], s) for label, s in batch])
+            records.update(got)
+            return {key: confirmation.run_value(record, group[0].metric) for key, record in got.items()}
+
+        races[experiment] = result = racing.race(evaluate, list(by_label), args.seeds, group[0].mode, rule)
+        print(f"{group[0].task}: race {result.stop} after {result.runs} runs; pick {by_label[result.pick].trial_id} "
+              f"(P(best) = {result.p_best:.2f})")
+    return records, races
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,7 +27,11 @@ value, as a diverged trial does in the search). Per candidate, over seeds :math:
           \\mathrm{std} = \\sqrt{\\frac{1}{n-1} \\sum_i (v_i - \\bar v)^2} \\quad (0 \\text{ for } n = 1).
 
 The confirmed config of an experiment is its candidate with the best mean (highest for a ``max``
-metric, lowest for a ``min`` one); ties go to the better rank in the search.
+metric, lowest for a ``min`` one); ties go to the better rank in the search. With ``--race``
+(:mod:`tune.racing`) the candidates run different numbers of seeds and the confirmed config is
+the race's pick (the last leader), which the column ``race`` explains per candidate. ``p_best``
+(every row of an experiment) is :func:`tune.racing.probability_best` of the confirmed pick: how
+often it stays the best when the seeds are resampled.
 """
 from __future__ import annotations
 
@@ -46,17 +50,18 @@ from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished,
 from ssot.results.markdown import markdown_table
 from ssot.results.metrics import metric
 from ssot.results.record import RunRecord, mean_std
+from tune import racing
 from tune.export import read_candidates
 from tune.outputs import trial_config
 
 __all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "run_path",
-           "run_value", "confirmation_table", "to_markdown", "output_paths", "write_confirmation"]
+           "run_value", "race_outcome", "confirmation_table", "to_markdown", "output_paths", "write_confirmation"]
 
 CSV_NAME, MARKDOWN_NAME, RUNS_DIR = "confirmation.csv", "confirmation.md", "runs"
 
 #: Columns of ``confirmation.csv`` (the candidate's hyperparameters follow ``trial_id``).
 COLUMNS: tuple[str, ...] = ("task", "experiment", "metric", "mode", "search_rank", "trial_id", "search_value", "search_seed",
-                            "seeds", "values", "mean", "std", "n_completed", "statuses", "confirmed")
+                            "seeds", "values", "mean", "std", "n_completed", "statuses", "confirmed", "race", "p_best")
 
 
 @dataclass(frozen=True)
@@ -153,31 +158,60 @@ def run_value(record: Mapping[str, Any] | RunRecord, metric_name: str) -> float:
     return RunRecord.from_dict(record).score(metric_name)
 
 
-def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[str, int], Mapping[str, Any]],
-                       seeds: Sequence[int]) -> pd.DataFrame:
-    """One row per candidate (:data:`COLUMNS` and its hyperparameters), ``confirmed`` True on the
-    pick of each experiment (module docstring: best mean, ties to the search's rank).
+def race_outcome(result: racing.RaceResult, label: str) -> str:
+    """How candidate ``label`` left the race ``result``: picked, eliminated (after how many seeds,
+    by whom, at what p-value) or still running when the budget or the seeds ran out."""
+    by_label = {e.candidate: e for e in result.eliminated}
+    if label == result.pick:
+        how = {"separated": "the others eliminated", "budget": "budget spent", "seeds": "seeds used up"}[result.stop]
+        return f"picked ({how}, {len(result.values[label])} seeds)"
+    if label in by_label:
+        e = by_label[label]
+        return f"eliminated after {e.after_seeds} seeds (p = {e.p_value:.3g} vs {e.leader.rsplit(' ', 1)[-1]})"
+    return f"in contention at the end ({len(result.values[label])} seeds)"
 
-    ``records`` maps ``(candidate.label, seed)`` to the run record.
+
+def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[str, int], Mapping[str, Any]],
+                       seeds: Sequence[int], races: Mapping[str, racing.RaceResult] | None = None) -> pd.DataFrame:
+    """One row per candidate (:data:`COLUMNS` and its hyperparameters), ``confirmed`` True on the
+    pick of each experiment (module docstring: best mean, ties to the search's rank; with
+    ``races``, the race's pick).
+
+    ``records`` maps ``(candidate.label, seed)`` to the run record. ``races`` maps an experiment
+    (``str(candidate.experiment)``) to its :class:`tune.racing.RaceResult`, whose ``values`` say
+    which of ``seeds`` (a prefix, in order) each candidate ran.
     """
+    races = races or {}
     rows = []
     for c in candidates:
-        runs = [RunRecord.from_dict(records[c.label, s]) for s in seeds]
+        race = races.get(str(c.experiment))
+        mine = list(seeds) if race is None else race.seeds[:len(race.values[c.label])]
+        runs = [RunRecord.from_dict(records[c.label, s]) for s in mine]
         values = [r.score(c.metric) for r in runs]
-        mean, std = mean_std(values)
+        mean, std = mean_std(values) if values else (float("nan"), float("nan"))
         rows.append({"task": c.task, "experiment": str(c.experiment), "metric": c.metric, "mode": c.mode,
                      "search_rank": c.search_rank, "trial_id": c.trial_id, **c.params, "search_value": c.search_value,
-                     "search_seed": c.config.seed, "seeds": " ".join(map(str, seeds)),
+                     "search_seed": c.config.seed, "seeds": " ".join(map(str, mine)),
                      "values": " ".join(f"{v:.6g}" for v in values), "mean": mean, "std": std,
                      "n_completed": sum(r.completed for r in runs),
-                     "statuses": " ".join(r.status for r in runs), "confirmed": False})
+                     "statuses": " ".join(r.status for r in runs), "confirmed": False,
+                     "race": "" if race is None else race_outcome(race, c.label), "p_best": float("nan"),
+                     "_values": values})
     params = list(dict.fromkeys(p for c in candidates for p in c.params))
-    table = pd.DataFrame(rows, columns=[*COLUMNS[:6], *params, *COLUMNS[6:]])
-    for _, group in table.groupby("experiment", sort=False):
-        sign = 1.0 if group["mode"].iloc[0] == "max" else -1.0
-        order = sorted(group.index, key=lambda i: (-sign * table.at[i, "mean"], table.at[i, "search_rank"]))
-        table.loc[order[0], "confirmed"] = True
-    return table
+    table = pd.DataFrame(rows, columns=[*COLUMNS[:6], *params, *COLUMNS[6:], "_values"])
+    labels = {(str(c.experiment), c.trial_id): c.label for c in candidates}
+    for experiment, group in table.groupby("experiment", sort=False):
+        mode = group["mode"].iloc[0]
+        values = {labels[experiment, t]: v for t, v in zip(group["trial_id"], group["_values"])}
+        race = races.get(experiment)
+        if race is not None:
+            pick = next(i for i in group.index if labels[experiment, table.at[i, "trial_id"]] == race.pick)
+        else:
+            sign = 1.0 if mode == "max" else -1.0
+            pick = sorted(group.index, key=lambda i: (-sign * table.at[i, "mean"], table.at[i, "search_rank"]))[0]
+        table.loc[pick, "confirmed"] = True
+        table.loc[group.index, "p_best"] = racing.probability_best(values, labels[experiment, table.at[pick, "trial_id"]], mode)
+    return table.drop(columns="_values")
 
 
 def _fmt(value: float, metric_name: str) -> str:
@@ -185,18 +219,23 @@ def _fmt(value: float, metric_name: str) -> str:
 
 
 def to_markdown(table: pd.DataFrame) -> str:
-    """The table as GitHub Markdown: accuracies in percent, the confirmed pick in bold."""
+    """The table as GitHub Markdown: accuracies in percent, the confirmed pick in bold with the
+    probability that it is the best (bootstrap over seeds); a race's outcome per candidate."""
     params = [c for c in table.columns if c not in COLUMNS]
-    header = ["task", "rank in search", "trial", *params, "search (1 seed)", "confirmed: mean ± std", "seeds", "pick"]
+    raced = bool(table["race"].fillna("").astype(str).str.len().gt(0).any()) if "race" in table else False
+    header = ["task", "rank in search", "trial", *params, "search (1 seed)", "confirmed: mean ± std", "seeds",
+              *(["race"] if raced else []), "pick"]
     rows = []
     for row in table.to_dict("records"):
         unit = " %" if row["metric"].endswith("_acc") else ""
         mean_std = f"{_fmt(row['mean'], row['metric'])} ± {_fmt(row['std'], row['metric'])}{unit}"
+        pick = f"confirmed (P(best) = {row['p_best']:.2f})" if row["confirmed"] else ""
         cells = [row["task"], str(row["search_rank"]), row["trial_id"], *(f"{row[p]:.4g}" for p in params),
                  f"{_fmt(row['search_value'], row['metric'])}{unit} (seed {row['search_seed']})",
-                 f"**{mean_std}**" if row["confirmed"] else mean_std, row["seeds"], "confirmed" if row["confirmed"] else ""]
+                 f"**{mean_std}**" if row["confirmed"] else mean_std, row["seeds"],
+                 *([row["race"]] if raced else []), pick]
         rows.append(cells)
-    return markdown_table(header, rows, "lll" + "r" * (len(params) + 2))
+    return markdown_table(header, rows, "lll" + "r" * (len(params) + 2) + "l" * (int(raced) + 1))
 
 
 def output_paths(out_dir: str | Path, tasks: Sequence[str]) -> list[Path]:

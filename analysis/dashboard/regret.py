@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.data.selection import epoch_selection, hyperparameter_selection
+from analysis.data.selection import RECIPE, epoch_selection, hyperparameter_selection
 
-__all__ = ["regret_html"]
+__all__ = ["regret_html", "recipe_html"]
 
 
 def regret_html(meta: Mapping[str, Any], trials: pd.DataFrame) -> str:
@@ -35,5 +35,12 @@ def regret_html(meta: Mapping[str, Any], trials: pd.DataFrame) -> str:
         return ""
     return ("<h3>Label-free selection: regret against the oracle</h3><p class=\"note\">What each validator's "
             "choice would cost in target accuracy against picking by target labels (completed trials only; "
-            "python analysis/selection.py writes the same as CSV and Markdown).</p>" + "".join(parts))
+            "python analysis/selection.py writes the same as CSV and Markdown).</p>" + recipe_html() + "".join(parts))
+
+
+def recipe_html() -> str:
+    """The recommended label-free recipe (:data:`analysis.data.selection.RECIPE`) as a short list."""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in RECIPE.lines)
+    return (f"<div class=\"recipe\"><b>Recommended label-free recipe for a new task</b> (its measured regret: "
+            f"docs/selection.md)<ol>{items}</ol></div>")
 

@@ -60,7 +60,41 @@ def test_confirm_reruns_the_top_trials_over_seeds_resumes_and_never_overwrites(f
     assert again[["trial_id", "mean", "std", "confirmed"]].equals(table[["trial_id", "mean", "std", "confirmed"]])
 
 
+def test_confirm_race_spends_seeds_on_contenders_resumes_and_reports_the_pick(finished_search, tmp_path, capsys):
+    out = tmp_path / "raced"
+    args = [str(finished_search.results), "--top", "2", "--race", "--seeds", "0", "1", "2", "--budget", "5", "--out", str(out)]
+    assert confirm.main(args) == 0
+    log = capsys.readouterr().out
+    table = pd.read_csv(out / confirmation.CSV_NAME, dtype={"trial_id": str})
+    runs = out / "runs" / "digits"
+    # 2 candidates x the first 2 seeds = 4 runs; one more round would need 2 runs, past the budget of 5
+    # unless one was eliminated after 2 seeds (then the race stops: one candidate left)
+    assert sorted(p.name for p in runs.glob("*.json")) == sorted(f"{t}_seed{s}.json" for t in table["trial_id"] for s in (0, 1))
+    assert table["seeds"].tolist() == ["0 1", "0 1"]
+    for row in table.itertuples():
+        values = _values(runs, row.trial_id, [0, 1])
+        assert row.mean == pytest.approx(statistics.fmean(values))
+    picked = table[table["confirmed"]]
+    assert len(picked) == 1 and picked["race"].iloc[0].startswith("picked (")
+    leader = table.sort_values(["mean", "search_rank"], ascending=[False, True]).iloc[0]
+    assert picked["trial_id"].iloc[0] == leader.trial_id  # equal seeds: the leader is the best mean
+    assert table["p_best"].between(0, 1).all() and table["p_best"].nunique() == 1
+    assert "race budget after 4 runs" in log or "race separated after 4 runs" in log
+    assert "P(best) =" in (out / confirmation.MARKDOWN_NAME).read_text()
+    # the race resumes from its run records: nothing is trained again, the same table comes out
+    for name in (confirmation.CSV_NAME, confirmation.MARKDOWN_NAME, "digits.json"):
+        (out / name).unlink()
+    assert confirm.main(args) == 0
+    assert capsys.readouterr().out.count("[reused ") == 4
+    again = pd.read_csv(out / confirmation.CSV_NAME, dtype={"trial_id": str})
+    assert again[["trial_id", "mean", "confirmed", "race", "p_best"]].equals(table[["trial_id", "mean", "confirmed", "race", "p_best"]])
+
+
 @pytest.mark.parametrize("args, message", [
+    (["{results}", "--budget", "4"], "The '--budget' argument only applies with --race."),
+    (["{results}", "--race", "--top", "3", "--budget", "5"], "The '--budget' argument must cover the first round"),
+    (["{results}", "--race", "--seeds", "4"], "at least --first-test = 2 seeds with --race"),
+    (["{results}", "--race", "--confidence", "1"], "The '--confidence' argument must be a float in [0.5, 1)."),
     (["{empty}", "--top", "3"], "No experiment (no experiment.json) under"),
     (["{results}", "--top", "0"], "The '--top' argument must be an int in [1, inf). Got 0 instead."),
     (["{results}", "--seeds", "1", "1"], "The '--seeds' argument has repeated seeds"),

@@ -30,6 +30,32 @@ def test_the_pick_is_the_best_mean_with_ties_to_the_search_rank():
     assert confirmation.confirmation_table(low, records, [0])["confirmed"].tolist() == [False, True]
 
 
+def test_a_raced_table_takes_the_race_pick_and_each_candidates_own_seeds():
+    """An eliminated candidate can end with a higher mean over its few seeds than the leader over
+    all of its seeds; the race's pick (the last leader) is still the confirmed one."""
+    from tune import racing
+
+    cands = [confirmation.Candidate(task="P2H", experiment=Path("e"), metric="target_acc", mode="max", search_rank=r,
+                                    trial_id=f"t{r}", params={"lambda_ot": 1.0}, search_value=0.6,
+                                    config=SSOTConfig.for_task("digits")) for r in (1, 2)]
+    values = {cands[0].label: [0.70, 0.72, 0.40, 0.40], cands[1].label: [0.60, 0.61]}
+    race = racing.RaceResult(values=values, seeds=[5, 6, 7, 8], mode="max", pick=cands[0].label, survivors=[cands[0].label],
+                             eliminated=[racing.Elimination(cands[1].label, 2, cands[0].label, 0.01, 0.105)], stop="separated", runs=6)
+    records = {(c.label, s): {"status": "completed", "epochs": [{"target_acc": v}]}
+               for c in cands for s, v in zip([5, 6, 7, 8], values[c.label])}
+    table = confirmation.confirmation_table(cands, records, [5, 6, 7, 8], {"e": race})
+    assert table["seeds"].tolist() == ["5 6 7 8", "5 6"]
+    assert table["mean"].tolist() == pytest.approx([0.555, 0.605])
+    assert table["confirmed"].tolist() == [True, False]  # not the higher mean: the race's pick
+    assert table["race"].tolist() == ["picked (the others eliminated, 4 seeds)", "eliminated after 2 seeds (p = 0.01 vs t1)"]
+    # P(best): one minus the paired t-test p-value of t1 over t2 on their two common seeds
+    from scipy import stats
+
+    expected = 1 - stats.ttest_rel([0.70, 0.72], [0.60, 0.61], alternative="greater").pvalue
+    assert table["p_best"].tolist() == pytest.approx([expected, expected])
+    assert "eliminated after 2 seeds" in confirmation.to_markdown(table)
+
+
 def test_the_candidates_of_a_truncated_trials_csv_come_with_the_readers_warning(tmp_path):
     from tests.fixtures.experiments import with_meta, write_edge_tpe
 

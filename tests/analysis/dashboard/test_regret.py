@@ -13,3 +13,7 @@ def test_dashboard_block_only_for_experiments_with_validators():
     # entropy picks trial a (0.2 < 0.4): 60 % against the oracle's 80 %, 20 points of regret
     assert "<td>entropy</td><td>min</td><td>2</td><td>60.0</td><td>80.0</td><td>20.0</td>" in block
     assert regret_html({}, frame) == ""
+    # the block states the recommended recipe, its selector included
+    from analysis.data.selection import RECIPE
+
+    assert "Recommended label-free recipe" in block and f"--metric {RECIPE.selector}" in block

@@ -1,6 +1,7 @@
 """`analysis/data/selection.py`: regret of label-free selection, known answers."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from analysis.data import selection as S
@@ -33,3 +34,92 @@ def test_ensv_from_final_predictions():
     frame["target_pred"] = [preds[t] if e == 2 else None for t, e in zip(frame["trial_id"], frame["epoch"])]
     out = S.hyperparameter_selection(frame, SELECTION_DIRECTIONS).set_index("validator")
     assert out.loc["ensv", "picked_acc"] == 0.7 and out.loc["ensv", "direction"] == "max"
+
+
+def _collapse_frame():
+    """Four trials, two epochs each. Trial d collapses (one predicted class, 20 % accuracy) and has
+    the best entropy and MixVal halves' inter score; the others predict 5 or 6 classes."""
+    rows = []
+    spec = {  # trial: (acc by epoch, entropy, mixval_inter, mixval_intra, n_pred)
+        "a": ([0.60, 0.70], [0.50, 0.40], [0.50, 0.60], [0.90, 0.95], [6, 6]),
+        "b": ([0.80, 0.75], [0.45, 0.45], [0.55, 0.55], [0.97, 0.99], [5, 5]),
+        "c": ([0.65, 0.72], [0.60, 0.30], [0.70, 0.65], [0.80, 0.90], [6, 5]),
+        "d": ([0.40, 0.20], [0.20, 0.01], [0.50, 0.90], [0.85, 1.00], [4, 1]),
+    }
+    for tid, (acc, ent, inter, intra, npred) in spec.items():
+        for e in range(2):
+            rows.append({"trial_id": tid, "epoch": e + 1, "status": "completed", "target_acc": acc[e], "entropy": ent[e],
+                         "mixval_inter": inter[e], "mixval_intra": intra[e], "n_pred_classes": npred[e]})
+    return pd.DataFrame(rows)
+
+
+DIRS = {"target_acc": "max", "entropy": "min", "mixval_inter": "max", "mixval_intra": "max"}
+
+
+def test_collapse_guard_drops_the_collapsed_pick():
+    out = S.hyperparameter_selection(_collapse_frame(), DIRS).set_index("validator")
+    # final epochs: entropy picks the collapsed d (0.01, 20 %); the oracle is b (75 %)
+    assert out.loc["entropy", "picked_acc"] == 0.20 and out.loc["entropy", "regret"] == pytest.approx(55.0)
+    # guarded: d predicts 1 class < 0.5 x 6 -> dropped; among a, b, c the lowest entropy is c (0.30, 72 %)
+    assert out.loc["entropy_guarded", "picked_acc"] == 0.72 and out.loc["entropy_guarded", "regret"] == pytest.approx(3.0)
+    assert out.loc["entropy_guarded", "direction"] == "max" and out.loc["entropy_guarded", "n"] == 3
+    assert (out.loc["entropy", "picked_trial"], out.loc["entropy_guarded", "picked_trial"], out.loc["entropy", "oracle_trial"]) == ("d", "c", "b")
+    # no guard without its column, no guard of a validator the experiment did not record
+    plain = S.hyperparameter_selection(_collapse_frame().drop(columns="n_pred_classes"), DIRS)
+    assert not plain["validator"].str.endswith("_guarded").any() and "bnm_guarded" not in out.index
+
+
+def test_mixval_rank_is_the_mean_of_the_two_ranks():
+    out = S.hyperparameter_selection(_collapse_frame(), DIRS).set_index("validator")
+    # final inter: a .60 b .55 c .65 d .90 -> ranks a2 b1 c3 d4; intra: a .95 b .99 c .90 d 1.0 -> a2 b3 c1 d4
+    # means: a 2, b 2, c 2, d 4: d (20 %) is picked, 55 points below the oracle
+    assert out.loc["mixval_rank", "picked_acc"] == 0.20 and out.loc["mixval_rank", "regret"] == pytest.approx(55.0)
+    scores = S.ranks(_collapse_frame().groupby("trial_id").tail(1), ("mixval_inter", "mixval_intra"), DIRS)
+    assert scores.tolist() == [2.0, 2.0, 2.0, 4.0]
+    # a missing score ranks last, a "min" validator is turned before ranking
+    frame = pd.DataFrame({"entropy": [0.3, None, 0.1], "mixval_inter": [0.5, 0.9, 0.1]})
+    assert S.ranks(frame, ("entropy", "mixval_inter"), DIRS).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_guarded_epoch_selection_skips_the_collapsed_epoch():
+    out = S.epoch_selection(_collapse_frame(), DIRS).set_index("validator")
+    # entropy picks: a e2 (.70), b tie -> e1 (.80), c e2 (.72), d e2 (.20, collapsed); best: .70 .80 .72 .40
+    assert out.loc["entropy", "regret"] == pytest.approx(100 * (0.20 / 4))
+    # guarded within d: epoch 2 predicts 1 < 0.5 x 4 classes -> epoch 1 (.40); no regret left
+    assert out.loc["entropy_guarded", "regret"] == pytest.approx(0.0)
+
+
+def test_summary_median_and_worst_over_search_seeds():
+    table = pd.DataFrame({"task": ["P2H"] * 3, "experiment": ["s0", "s1", "s2"], "selection": ["hyperparameter"] * 3,
+                          "validator": ["bnm"] * 3, "direction": ["max"] * 3, "n": [32] * 3, "picked_acc": [0.6, 0.5, 0.7],
+                          "oracle_acc": [0.7] * 3, "regret": [10.0, 20.0, 0.0], "spearman": [0.1, 0.2, 0.3], "kendall": [0.0] * 3})
+    row = S.summary(table).iloc[0]
+    assert (row.regret_median, row.regret_worst, row.experiments) == (10.0, 20.0, 3)
+    assert row.spearman == pytest.approx(0.2)
+    assert "| P2H | hyperparameter | bnm | 3 | 10.0 | 20.0 | 0.20 | 0.00 |" in S.to_markdown(S.summary(table))
+
+
+def test_task_tables_put_both_selections_side_by_side():
+    frames = [({"task": "P2H", "name": f"s{i}", "validator_directions": DIRS}, _collapse_frame()) for i in range(2)]
+    text = S.task_tables(S.summary(S.selection_table(frames)))
+    assert text.startswith("**P2H** (2 experiments;")
+    lines = text.splitlines()
+    # hyperparameter regret of entropy 55 (collapsed pick), epoch regret 5 (d's collapsed last epoch)
+    assert "| entropy | 55.0 | 55.0 |" in text and any(l.startswith("| entropy |") and l.endswith("| 5.0 | 5.0 |") for l in lines)
+    assert any(l.startswith("| last_epoch |  |  |  |  |") for l in lines)  # an epoch-only selector
+    rows = [l.split(" | ")[0].strip("| ") for l in lines if l.startswith("| ") and not l.startswith("| selector")]
+    assert rows.index("entropy_guarded") < rows.index("entropy")  # sorted by the hyperparameter median
+
+
+def test_recipe_regret_is_its_selectors_hyperparameter_row():
+    frames = [({"task": "P2H", "name": f"s{i}", "validator_directions": DIRS}, _collapse_frame()) for i in range(2)]
+    table = S.selection_table(frames)
+    recipe = S.Recipe(selector="entropy_guarded", lines=("pick by guarded entropy",))
+    regret = S.recipe_regret(table, recipe)
+    assert regret["regret"].tolist() == pytest.approx([3.0, 3.0]) and regret["experiment"].tolist() == ["s0", "s1"]
+    text = S.recipe_markdown(table, recipe)
+    assert "| P2H | 3.0 | 3.0 | s0 3.0 (72.0 vs 75.0 %), s1 3.0 (72.0 vs 75.0 %) |" in text
+    assert S.recipe_markdown(table, S.Recipe(selector="bnm", lines=())) == ""  # not recorded: nothing to say
+    from ssot.results.metrics import EPOCH_VALIDATORS
+
+    assert S.RECIPE.selector in EPOCH_VALIDATORS  # the recipe searches with --metric on it: a per-epoch validator
