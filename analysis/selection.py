@@ -75,11 +75,8 @@ def selection(args: argparse.Namespace) -> int:
                            "trials with validator scores (experiment.json's validator_directions and their columns in "
                            "trials.csv); run tune/search.py to the end first.")
     summ = summary(table)
-    write_new_tables(out, table, CSV_NAME, task_tables(summ) + "
-" + recipe_markdown(table) + "
-" + to_markdown(summ), MARKDOWN_NAME)
-    print(task_tables(summ) + "
-" + recipe_markdown(table), end="")
+    write_new_tables(out, table, CSV_NAME, task_tables(summ) + "\n" + recipe_markdown(table) + "\n" + to_markdown(summ), MARKDOWN_NAME)
+    print(task_tables(summ) + "\n" + recipe_markdown(table), end="")
     print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
     return cli.EXIT_OK
 
