@@ -82,7 +82,8 @@ def test_existing_or_unusable_outputs_are_refused_before_any_work(tmp_path: Path
 
 
 def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: Path) -> None:
-    """Ctrl-C while the dashboard's modules load (an import hook says when their import starts)."""
+    """Ctrl-C while the dashboard's modules load (an import hook says when their import starts and
+    holds it until the signal comes)."""
     import signal
 
     from tests.fixtures.experiments import write_edge_tpe
@@ -93,6 +94,7 @@ def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: P
             "    def find_spec(self, name, path=None, target=None):\n"
             "        if name == 'analysis.dashboard':\n"
             "            print('ready', flush=True)\n"
+            "            import time; time.sleep(60)  # the import waits here for the Ctrl-C (a busy machine delays it)\n"
             "sys.meta_path.insert(0, Hook())\n"
             f"sys.argv = ['sensitivity.py', {str(tmp_path)!r}, '--no-images']\n"
             "runpy.run_path('analysis/sensitivity.py', run_name='__main__')\n")
