@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +17,14 @@ from tests.fixtures import QUICK
 # also forbids adding *other* nodes to a cluster: the multi-node tests set it to 1 for their own
 # cluster (tests/fixtures/ray_cluster.py).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+# The tests that press Ctrl-C on a command (SIGINT) need it handled as in a terminal. A test run
+# started in the background without job control ignores SIGINT, and every process it starts
+# inherits that (the command then never sees the Ctrl-C): restore Python's handler here, so that
+# the commands the tests start get the default disposition.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 
 
 

@@ -85,22 +85,26 @@ def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: P
     """Ctrl-C while the dashboard's modules load (an import hook says when their import starts and
     holds it until the signal comes)."""
     import signal
+    import time
 
     from tests.fixtures.experiments import write_edge_tpe
 
     write_edge_tpe(tmp_path / "exp" / "A2D")
-    code = ("import sys, runpy\n"
+    code = ("import sys, runpy, time\n"
             "class Hook:\n"
             "    def find_spec(self, name, path=None, target=None):\n"
             "        if name == 'analysis.dashboard':\n"
             "            print('ready', flush=True)\n"
-            "            import time; time.sleep(60)  # the import waits here for the Ctrl-C (a busy machine delays it)\n"
+            "            time.sleep(60)  # the import waits here for the Ctrl-C (a busy machine delays it)\n"
             "sys.meta_path.insert(0, Hook())\n"
             f"sys.argv = ['sensitivity.py', {str(tmp_path)!r}, '--no-images']\n"
             "runpy.run_path('analysis/sensitivity.py', run_name='__main__')\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.stdout.readline().strip() == "ready"
+    ready = proc.stdout.readline()
+    assert ready.startswith("ready"), ready
+    start = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Traceback" not in err and err.strip() == "interrupted", err[-2000:]
+    seconds = time.monotonic() - start
+    assert proc.returncode == 130 and "Traceback" not in err and err.strip() == "interrupted", (ready, seconds, out[-500:], err[-2000:])

@@ -35,8 +35,9 @@ def _reported_epochs(trial_dir: Path) -> list[int]:
 @pytest.mark.slow
 def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp_path):
     """Trials run only on the second node (custom resource ``worker_node``); that node is killed
-    once a trial has saved a checkpoint; a new node joins; the search finishes, each trial resumed
-    from its last checkpoint if it had one (no epoch reported twice), and the summary counts the restarts."""
+    once a trial has reported two epochs; a new node joins; the search finishes, trials.csv holds
+    every epoch of each trial once, a trial with a checkpoint resumed from it (not from scratch),
+    and the summary counts the restarts."""
     with ray_cluster(num_cpus=1, resources={"head_node": 1}, **FAST_HEALTH_CHECKS) as cluster:
         node = cluster.add_node(num_cpus=2, resources={"worker_node": 2})
         args = ["--task", "digits", "--num-samples", "2", "--epochs", str(EPOCHS), "--set", "pretrain_epochs=1",
@@ -48,15 +49,17 @@ def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp
         try:
             exp = tmp_path / "lost" / "digits"
             deadline = time.monotonic() + 180
-            # Kill the node once a trial has saved a checkpoint (its folder appears on the storage when
-            # the trial reports; result.json is synced by the driver only every few seconds, by which
-            # time a trial of 4 short epochs may have ended), before any trial ended (trials.csv).
+            # Kill the node once a trial has reported its second epoch: its first checkpoint is then
+            # registered by the driver (Ray runs a trial's next epoch only after it processed the save
+            # of the last one). Its checkpoint folders appear on the storage at once; result.json is
+            # synced every few seconds only. Ray reports at least once: an epoch whose result was
+            # logged but whose checkpoint was not yet registered is run again after the loss.
             while time.monotonic() < deadline and search.poll() is None:
-                if any(exp.glob("trial_*/checkpoint_*")):
+                if any(exp.glob("trial_*/checkpoint_000001")):
                     break
                 time.sleep(0.05)
-            started = sorted(d.parent.name for d in exp.glob("trial_*/checkpoint_*"))
-            assert started and not (exp / "trials.csv").exists(), (started, sorted(p.name for p in exp.iterdir()))
+            ahead = sorted(d.parent.name for d in exp.glob("trial_*/checkpoint_000001"))
+            assert ahead and not (exp / "trials.csv").exists(), (ahead, sorted(p.name for p in exp.iterdir()))
             cluster.kill_node(node)  # the machine is lost, with both trials' workers on it
             cluster.add_node(num_cpus=2, resources={"worker_node": 2})
             out, _ = search.communicate(timeout=240)
@@ -69,9 +72,11 @@ def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp
     assert frame["trial_id"].nunique() == 2 and (frame["status"] == "completed").all()
     for trial_id, rows in frame.groupby("trial_id"):  # no trial lost, no epoch duplicated
         assert list(rows["epoch"]) == list(range(1, EPOCHS + 1)), (trial_id, rows)
-    for folder in exp.glob("trial_*"):  # a trial with a checkpoint restarted from it, not from scratch
+    for folder in exp.glob("trial_*"):  # every trial ran to its end; the one ahead resumed from its checkpoint
         epochs = _reported_epochs(folder)
-        assert epochs.count(1) == 1 and epochs[-1] == EPOCHS and set(epochs) == set(range(1, EPOCHS + 1)), (started, epochs)
+        assert epochs[-1] == EPOCHS and set(epochs) == set(range(1, EPOCHS + 1)), (folder.name, epochs)
+        if folder.name in ahead:
+            assert epochs.count(1) == 1, (folder.name, epochs)  # not from scratch
     info = json.loads((exp / "experiment.json").read_text())
     assert info["status"] == "finished" and info["max_failures"] == 2
     assert (exp / "best_config.json").exists()  # the search joined with --address wrote its outputs
