@@ -12,6 +12,8 @@ import json
 import logging
 import math
 import os
+import signal
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -489,7 +491,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
     info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
     try:
         storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
-        results = tuner.fit()
+        results = _fit(tuner)
         trials = _ray_trials(path)
         finished = len(trials) >= expected_trials(info) and all(t.status in ("TERMINATED", "ERROR") for t in trials)
         info["retries"] = {t.trial_id: _restarts(t, int(info["max_failures"])) for t in trials if _restarts(t, int(info["max_failures"]))}
@@ -497,6 +499,19 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, gpus: f
         return write_outputs(path, info, frame, finished)
     except Exception as exc:  # noqa: BLE001 - a storage that failed mid-search is named in one line; anything else is raised
         raise storage_failure(path, info, exc) from None
+
+
+def _fit(tuner: Any) -> Any:
+    """``tuner.fit()``, with the process's Ctrl-C handler put back afterwards: Ray Tune installs its
+    own (a first Ctrl-C saves the search and stops it) and leaves it in place, which would change
+    Ctrl-C for whatever runs next in a process that called the search (a notebook, a test)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        return tuner.fit()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 #: errno values of a storage that fails (read-only, full, over quota, I/O error).

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import socket
 import time
 from pathlib import Path
@@ -36,7 +37,9 @@ def _intervals(path: str) -> list[tuple[float, float]]:
 def test_tpe_asha_search_reports_every_epoch_stops_early_and_exports_a_usable_config(ray_local, tmp_path):
     options = SearchOptions(task="digits", num_samples=6, base=QUICK, storage_path=str(tmp_path), name="tpe",
                             grace_period=1, reduction_factor=3, max_concurrent=2, verbose=0)
+    handler = signal.getsignal(signal.SIGINT)
     outcome = run_search(options)
+    assert signal.getsignal(signal.SIGINT) is handler  # Ray Tune's own Ctrl-C handler is not left behind
     frame = outcome.trials
     assert outcome.finished and frame["trial_id"].nunique() == 6
     last = final_results(frame)
