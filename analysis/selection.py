@@ -75,8 +75,9 @@ def selection(args: argparse.Namespace) -> int:
                            "trials with validator scores (experiment.json's validator_directions and their columns in "
                            "trials.csv); run tune/search.py to the end first.")
     summ = summary(table)
-    write_new_tables(out, table, CSV_NAME, task_tables(summ) + "\n" + recipe_markdown(table) + "\n" + to_markdown(summ), MARKDOWN_NAME)
-    print(task_tables(summ) + "\n" + recipe_markdown(table), end="")
+    shown = task_tables(summ) + "\n" + recipe_markdown(table)
+    write_new_tables(out, table, CSV_NAME, shown + "\n" + to_markdown(summ), MARKDOWN_NAME)
+    print(shown, end="")
     print(f"wrote {out / CSV_NAME} and {out / MARKDOWN_NAME} ({len(experiments)} experiments)")
     return cli.EXIT_OK
 

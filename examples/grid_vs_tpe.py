@@ -21,8 +21,6 @@ import common  # noqa: E402
 
 def grid_table(folder: Path) -> str:
     """The final target accuracy of each grid cell, from the experiment's ``trials.csv``."""
-    import pandas as pd
-
     from ssot.results.experiment import read_experiment
     from ssot.results.markdown import markdown_table
 
@@ -33,9 +31,8 @@ def grid_table(folder: Path) -> str:
              for r in last.itertuples()}
     rows = sorted({k[0] for k in cells})
     cols = sorted({k[1] for k in cells})
-    frame = pd.DataFrame([[f"{ot:g}", *(cells.get((ot, ent), "") for ent in cols)] for ot in rows],
-                         columns=["lambda_OT \\ lambda_Ent", *(f"{c:g}" for c in cols)])
-    return markdown_table(frame)
+    return markdown_table(["lambda_OT \\ lambda_Ent", *(f"{c:g}" for c in cols)],
+                          [[f"{ot:g}", *(cells.get((ot, ent), "") for ent in cols)] for ot in rows])
 
 
 def body(example: common.Example) -> int:

@@ -118,7 +118,8 @@ class StackedAdam:
     def __init__(self, params: list[Tensor], lrs: list[Tensor], *, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0):
         self.params, self.betas, self.eps, self.weight_decay = list(params), betas, eps, weight_decay
-        self.lrs = [lr.double().cpu() for lr in lrs]
+        # on the parameters' device: the step's per-row factors need no host-to-device copy (a sync)
+        self.lrs = [lr.to(device=p.device, dtype=torch.float64) for lr, p in zip(lrs, params)]
         self.exp_avg = [torch.zeros_like(p) for p in params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in params]
         self.steps = 0
@@ -136,7 +137,7 @@ class StackedAdam:
         for p, lr, m, v in zip(self.params, self.lrs, self.exp_avg, self.exp_avg_sq):
             if p.grad is None:
                 continue
-            neg_step = (-(lr / bias_correction1)).to(dtype=p.dtype, device=p.device).view(-1, *[1] * (p.dim() - 1))
+            neg_step = (-(lr / bias_correction1)).to(dtype=p.dtype).view(-1, *[1] * (p.dim() - 1))
             # on a CPU in chunks of members that stay in the cache (a whole stack would not)
             rows = max(1, CPU_CHUNK_ELEMENTS // max(1, p[0].numel())) if p.device.type == "cpu" else len(p)
             for i in range(0, len(p), rows):
@@ -154,7 +155,7 @@ class StackedAdam:
         kept = [(i, r) for i, r in enumerate(rows) if r is not None]
         self.exp_avg = [self.exp_avg[i][r] for i, r in kept]
         self.exp_avg_sq = [self.exp_avg_sq[i][r] for i, r in kept]
-        self.lrs = [self.lrs[i][r.cpu()] for i, r in kept]
+        self.lrs = [self.lrs[i][r.to(self.lrs[i].device)] for i, r in kept]
         self.params = list(params)
 
     def state_dict(self) -> dict[str, Any]:
@@ -163,7 +164,8 @@ class StackedAdam:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.exp_avg = [t.to(p.device) for t, p in zip(state["exp_avg"], self.params)]
         self.exp_avg_sq = [t.to(p.device) for t, p in zip(state["exp_avg_sq"], self.params)]
-        self.steps, self.lrs = int(state["steps"]), [lr.double().cpu() for lr in state["lrs"]]
+        self.steps = int(state["steps"])
+        self.lrs = [lr.to(device=p.device, dtype=torch.float64) for lr, p in zip(state["lrs"], self.params)]
 
 
 def _linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
@@ -305,8 +307,7 @@ class Population:
         return torch.cat([ot.cost_matrix(fs[i:i + chunk], ft[i:i + chunk]) for i in range(0, fs.shape[0], chunk)])
 
     def _masked(self, cost: Tensor, ps: Tensor, pt: Tensor) -> Tensor:
-        cfg = self.config
-        return cost * (cfg.mask_scale * ot.soft_mask(ps, pt)) if cfg.use_mask else cost
+        return self.host._masked(cost, ps, pt)  # use_mask and mask_scale are shared by every member
 
     def step(self, xs: Tensor, ys: Tensor, xt: Tensor) -> Tensor:
         """One alternating iteration of every running member (the trainer's ``step``); returns
@@ -361,9 +362,8 @@ class Population:
         """``pt_refresh``: every member's ``p_t`` and ``m`` from a pass over the target set."""
         for position in range(len(self.alive)):
             self._load_member(position)
-            p_t = self.host.predict(self.task.target_eval)[0].mean(0)
-            self.p_t[position] = p_t
-            self.m[position] = ot.class_weights(p_t, self.host.p_s) if self.config.use_class_weights else torch.ones_like(p_t)
+            self.host._set_class_weights(self.host.predict(self.task.target_eval)[0].mean(0))
+            self.p_t[position], self.m[position] = self.host.p_t, self.host.m
 
     # ------------------------------------------------------------------ the stack's members
     def _keep(self, positions: list[int]) -> None:

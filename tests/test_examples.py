@@ -90,3 +90,17 @@ def test_every_example_is_in_the_manual():
     for example in EXAMPLES:
         assert f"python examples/{example.name}" in listed, example.name
         assert f"examples/{example.name}" in results, example.name
+
+
+def test_the_grid_table_has_a_row_per_lambda_ot_and_a_column_per_lambda_ent(tmp_path):
+    from tests.fixtures.experiments import EDGE_TRIALS, write_edge_tpe
+
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        grid = importlib.import_module("grid_vs_tpe")
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    table = grid.grid_table(write_edge_tpe(tmp_path / "exp" / "A2D")).splitlines()
+    ots, ents = sorted({t[1] for t in EDGE_TRIALS}), sorted({t[2] for t in EDGE_TRIALS})
+    assert table[0].split("|")[1:-1] == [" lambda_OT \\ lambda_Ent ", *(f" {e:g} " for e in ents)]
+    assert [line.split("|")[1].strip() for line in table[2:]] == [f"{o:g}" for o in ots]

@@ -536,7 +536,7 @@ def storage_failure(path: str, info: dict[str, Any], exc: BaseException) -> Base
         return exc
     info.update(status=ERRORED, reason=f"the storage failed: {reason}")
     try:
-        storage.write_text_atomic(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
+        storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
         marked = f"{EXPERIMENT_FILE} says errored"
     except OSError:
         marked = f"{EXPERIMENT_FILE} could not be written and still says running"

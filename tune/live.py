@@ -87,7 +87,7 @@ class LiveOutputs(ray_tune.Callback):
             texts = experiment_texts(self.info, frame, best.to_dict() if best else None)
             for name in (TRIALS_FILE, BEST_CONFIG_FILE):  # experiment.json stays 'running'
                 if name in texts:
-                    storage.write_text_atomic(storage.join(self.path, name), texts[name])
+                    storage.write_text(storage.join(self.path, name), texts[name])
         except Exception as exc:  # noqa: BLE001 - a live view must not end a search of hours
             if not self.failed:
                 print(f"warning: live {TRIALS_FILE} not written ({type(exc).__name__}: {exc}); "
@@ -167,7 +167,7 @@ class DropEndedCheckpoints(ray_tune.Callback):
     ends, before its end is saved, left a driver killed in between with a state that restored a
     finished trial from a checkpoint that was gone: the trial errored for good. Errored trials keep
     their latest checkpoint (``--resume`` continues them). Checked at most every :attr:`PERIOD_S`
-    seconds, when the saved state changed, and once more when the search ends.
+    seconds, and once more when the search ends.
     """
 
     PERIOD_S = 30.0

@@ -169,7 +169,7 @@ def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished
     info["status"] = (ERRORED if errored else FINISHED) if finished else RUNNING
     info["finished"] = now() if finished else None
     for name, text in experiment_texts(info, frame, best.to_dict() if best else None).items():
-        storage.write_text_atomic(storage.join(path, name), text)
+        storage.write_text(storage.join(path, name), text)
     return SearchOutcome(path, frame, best, info["status"] == FINISHED, info)
 
 

@@ -38,9 +38,9 @@ from ssot.population import Member, Population
 from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import DIVERGED, EARLY_STOPPED, PREDICTIONS_COLUMN
 from tune import members as member_results
-from tune.trainable import config_of, diverged_result, epoch_result, pretrain_shared, task_of
+from tune.state import POPULATION_STATE_FILE as STATE_FILE
+from tune.trainable import config_of, diverged_result, epoch_result, pretrain_shared, restored, task_of
 
-STATE_FILE = "population.pt"
 #: The population trial's private params (besides :data:`tune.members.MEMBERS_KEY`).
 RUNGS_KEY, REDUCTION_KEY, METRIC_KEY = "_rungs", "_reduction_factor", "_metric"
 
@@ -55,10 +55,11 @@ def population_trainable(params: dict[str, Any]) -> None:
     chosen = metric_spec(params[METRIC_KEY])
     population = Population(configs, task_of(configs[0]), rungs=params.get(RUNGS_KEY) or (),
                             reduction_factor=int(params.get(REDUCTION_KEY) or 3), metric=chosen.name)
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is not None:
-        with checkpoint.as_directory() as folder:
-            population.load_state_dict(torch.load(Path(folder) / STATE_FILE, map_location=population.device, weights_only=True))
+    ended, state = restored(STATE_FILE, population.device)
+    if ended:  # the population had ended (tune.state.repair_checkpoints)
+        return
+    if state is not None:
+        population.load_state_dict(state)
     else:
         population.pretrain(lambda host: pretrain_shared(host, params.get("_pretrain_cache")))
         if not population.alive:  # every member diverged in the shared pretraining

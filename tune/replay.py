@@ -16,7 +16,7 @@ from typing import Any
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results import storage
-from ssot.results.experiment import read_experiment
+from ssot.results.experiment import check_finished, read_experiment
 
 
 @dataclass
@@ -44,13 +44,18 @@ def read_reference(path: str, task: str) -> Reference:
     Raises
     ------
     ResultsError
-        If there is no readable experiment at ``path``, it is of another task, or it has no trial.
+        If there is no readable experiment at ``path``, it is not finished
+        (:func:`ssot.results.experiment.check_finished`), it is of another task, or it has no trial.
     """
     experiment = read_experiment(path, read=lambda name: storage.read_text(storage.join(str(path), name)))
     if experiment.meta is None or experiment.trials is None:
         problem = experiment.errors[0] if experiment.errors else None
         raise ResultsError(f"--configs-from {path}: no readable experiment there ({problem.message if problem else 'no trials'}). "
                            "Pass the task folder of a search (it holds experiment.json and trials.csv).")
+    try:
+        check_finished(experiment)
+    except ResultsError as exc:
+        raise ResultsError(f"--configs-from {path}: {exc}. Replay a finished search (rerun it with --resume first).") from None
     if experiment.task != task:
         raise ResultsError(f"--configs-from {path} holds a search of task {experiment.task!r}, not {task!r}. Pass the experiment "
                            f"of task {task!r}.")

@@ -49,14 +49,11 @@ def ssot_trainable(params: dict[str, Any]) -> None:
     """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
     config = config_of(params)
     trainer = Trainer(config, task_of(config))
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is not None:
-        with checkpoint.as_directory() as folder:
-            if (Path(folder) / ENDED_FILE).is_file():  # the trial had ended (tune.state.repair_checkpoints)
-                return
-            path = Path(folder) / STATE_FILE
-            trainer.load_state_dict(load_state(path.read_bytes(), f"the trial's checkpoint {checkpoint.path}/{STATE_FILE}",
-                                               trainer.device))
+    ended, state = restored(STATE_FILE, trainer.device)
+    if ended:  # the trial had ended (tune.state.repair_checkpoints)
+        return
+    if state is not None:
+        trainer.load_state_dict(state)
     else:
         try:
             pretrain_shared(trainer, params.get("_pretrain_cache"))
@@ -73,6 +70,21 @@ def ssot_trainable(params: dict[str, Any]) -> None:
         with tempfile.TemporaryDirectory() as folder:
             torch.save(trainer.state_dict(), Path(folder) / STATE_FILE)
             tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+def restored(filename: str, device: Any) -> tuple[bool, dict[str, Any] | None]:
+    """This trial's checkpoint, as ``(ended, state)``: ``(False, None)`` without one; ``(True,
+    None)`` for the checkpoint :func:`tune.state.repair_checkpoints` made for a trial that had
+    ended (the trainable returns at once); else the state in its file ``filename``, loaded
+    safely (:func:`load_state`)."""
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return False, None
+    with checkpoint.as_directory() as folder:
+        if (Path(folder) / ENDED_FILE).is_file():
+            return True, None
+        data = (Path(folder) / filename).read_bytes()
+    return False, load_state(data, f"the trial's checkpoint {checkpoint.path}/{filename}", device)
 
 
 def epoch_result(metrics: dict[str, Any], record: dict[str, Any], *, final: bool) -> dict[str, Any]:

@@ -38,42 +38,29 @@ __all__ = ["DEFAULT_KS", "ProxyInfo", "proxy_info", "spearman", "kendall_tau_b",
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5)
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based) of ``values``, ties sharing their mean rank."""
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=float)
-    sorted_values = values[order]
-    start = 0
-    for end in range(1, len(values) + 1):
-        if end == len(values) or sorted_values[end] != sorted_values[start]:
-            ranks[order[start:end]] = (start + end + 1) / 2.0
-            start = end
-    return ranks
+def _correlation(test: Any, x: Sequence[float], y: Sequence[float]) -> float:
+    """``test(x, y).statistic`` (a :mod:`scipy.stats` rank correlation); NaN for fewer than two
+    pairs or a constant side."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan
+    return float(test(a, b).statistic)
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rank correlation (Pearson's correlation of average ranks); NaN for fewer than
-    two pairs or a constant side."""
-    a, b = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
-    if len(a) < 2 or a.std() == 0 or b.std() == 0:
-        return math.nan
-    return float(np.corrcoef(a, b)[0, 1])
+    """Spearman's rank correlation (average ranks for ties); NaN for fewer than two pairs or a
+    constant side."""
+    from scipy import stats
+
+    return _correlation(stats.spearmanr, x, y)
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
-    r"""Kendall's :math:`\tau_b = (n_c - n_d) / \sqrt{(n_0 - n_1)(n_0 - n_2)}` (ties in either
-    side corrected); NaN for fewer than two pairs or a constant side."""
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n = len(a)
-    if n < 2:
-        return math.nan
-    i, j = np.triu_indices(n, k=1)
-    da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
-    concordance = float((da * db).sum())
-    n0 = n * (n - 1) / 2
-    ties_a, ties_b = float((da == 0).sum()), float((db == 0).sum())
-    denominator = math.sqrt((n0 - ties_a) * (n0 - ties_b))
-    return concordance / denominator if denominator else math.nan
+    r"""Kendall's :math:`\tau_b` (ties in either side corrected); NaN for fewer than two pairs or
+    a constant side."""
+    from scipy import stats
+
+    return _correlation(stats.kendalltau, x, y)
 
 
 @dataclass

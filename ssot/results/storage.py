@@ -122,25 +122,6 @@ def _read(fs: Any, path: str) -> bytes | None:
         return fh.read()
 
 
-def write_text_atomic(uri: str, text: str) -> None:
-    """Write a file so that a reader sees the old or the new text, never a part: a local file
-    is written beside it then renamed over it (``os.replace``); an object store's upload is
-    already all-or-nothing."""
-    if is_uri(uri):
-        write_text(uri, text)
-        return
-    target = Path(uri).resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def read_text(uri: str) -> str | None:
     """The file's text, or None when it does not exist."""
     data = read_bytes(uri)

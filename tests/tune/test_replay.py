@@ -22,6 +22,12 @@ def test_a_reference_gives_its_configs_in_trial_order_with_their_types(tmp_path)
         read_reference(str(folder), "H2P")
     with pytest.raises(ResultsError, match="no readable experiment there"):
         read_reference(str(tmp_path / "nothing"), "P2H")
+    import json
+
+    meta = json.loads((folder / "experiment.json").read_text())
+    (folder / "experiment.json").write_text(json.dumps({**meta, "status": "running"}))
+    with pytest.raises(ResultsError, match=r"--configs-from .*Replay a finished search"):
+        read_reference(str(folder), "P2H")
 
 
 def test_populations_need_a_cache_and_a_sampler_and_are_refused_before_ray_starts(tmp_path):

@@ -92,3 +92,25 @@ def test_a_finished_trial_whose_checkpoint_is_gone_gets_an_ended_marker(stopped)
     marker = folder / trial["relative_logdir"] / f"checkpoint_{trials[0].checkpoint:06d}" / state.ENDED_FILE
     assert json.loads(marker.read_text())["trial_id"] == trial["trial_id"]
     assert state.repair_checkpoints(fs, path, {}, max_epochs=2) == []  # once
+
+
+def test_a_running_population_whose_checkpoint_is_gone_continues_from_its_newest_complete_one(stopped):
+    """A population trial's checkpoints hold population.pt, not trainer.pt: the repair knows both."""
+    folder, _ = stopped
+    fs, path = storage.filesystem(str(folder))
+    state_file = sorted(folder.glob("experiment_state-*.json"))[-1]
+    saved = json.loads(state_file.read_text())
+    trial = json.loads(saved["trial_data"][0][0])
+    trial["status"] = "RUNNING"
+    saved["trial_data"][0][0] = json.dumps(trial)
+    state_file.write_text(json.dumps(saved))
+    wanted = state.saved_trials(fs, path)[0].checkpoint
+    assert wanted >= 1
+    older = folder / trial["relative_logdir"] / f"checkpoint_{wanted - 1:06d}"
+    older.mkdir(parents=True)
+    (older / state.POPULATION_STATE_FILE).write_bytes(b"members")
+    # max_epochs beyond the last result: the trial had not ended, it continues
+    assert state.repair_checkpoints(fs, path, {}, max_epochs=99) == [
+        f"{trial['trial_id']}: continues from its checkpoint of epoch-index {wanted - 1}"]
+    copied = folder / trial["relative_logdir"] / f"checkpoint_{wanted:06d}" / state.POPULATION_STATE_FILE
+    assert copied.read_bytes() == b"members"
