@@ -33,7 +33,9 @@ evaluation passes, checkpoints). A :class:`Population` trains P such configs as 
   stack at once; the others go on.
 
 Only the ``features`` backbone, the ``net`` solver and fp32 are stacked; other configs are refused
-in one line. The population checkpoints exactly at epoch boundaries (:meth:`state_dict`).
+in one line, except in a population of one: a single config of any backbone, solver and precision
+is trained by its host :class:`ssot.trainer.Trainer` itself (``Population([config])`` is exactly
+``Trainer(config).fit()``), so that every trial of a search has one shape. The population checkpoints exactly at epoch boundaries (:meth:`state_dict`).
 """
 from __future__ import annotations
 
@@ -67,9 +69,12 @@ CPU_CHUNK_ELEMENTS = 1 << 20
 
 
 def check_members(configs: Sequence[SSOTConfig]) -> None:
-    """Refuse, in one line, configs that cannot be trained as one population."""
+    """Refuse, in one line, configs that cannot be trained as one population. A population of one
+    accepts any config (it is the run itself, :class:`ssot.trainer.Trainer`)."""
     if not configs:
         raise ConfigError("A population needs at least one config. Got none.")
+    if len(configs) == 1:
+        return
     first = configs[0]
     if first.backbone != "features":
         raise ConfigError(f"A population trains configs on a feature cache (backbone 'features'). Got backbone {first.backbone!r}: "
@@ -204,6 +209,8 @@ class Population:
         self.epoch = 0
         self.pretrained = False
         self.timing = {"pretrain_s": 0.0, "train_s": 0.0, "eval_s": 0.0}
+        #: A population of one is its host trainer's run (no stack): any config a Trainer accepts.
+        self.single = len(self.configs) == 1
 
     # ------------------------------------------------------------------ set-up
     @property
@@ -224,11 +231,14 @@ class Population:
             return
         finally:
             self.timing["pretrain_s"] += time.perf_counter() - start
+        self.pretrained = True
+        self.alive = [m.index for m in self.members]
+        if self.single:  # the member's record is the host's own run record
+            self.members[0].record = self.host.record
+            return
         for member in self.members:
             member.record = self._record_base(member.config)
-        self.alive = [m.index for m in self.members]
         self._build_stack()
-        self.pretrained = True
 
     def _record_base(self, config: SSOTConfig) -> dict[str, Any]:
         base = {k: copy.deepcopy(v) for k, v in self.host.record.items() if k not in ("config", "epochs", "target_pred")}
@@ -414,6 +424,8 @@ class Population:
         this epoch or ended in it."""
         if not self.pretrained:
             raise RuntimeError("adapt_epoch() before pretrain()")
+        if self.single:
+            return self._adapt_single()
         cfg = self.config
         self.epoch += 1
         start = time.perf_counter()
@@ -463,6 +475,23 @@ class Population:
             self._keep(self._rung())
         return [self.members[i] for i in touched]
 
+    def _adapt_single(self) -> list[Member]:
+        """:meth:`adapt_epoch` of a population of one: the host trainer's epoch, its end as the
+        trainer's :meth:`~ssot.trainer.Trainer.fit` records it."""
+        member, record = self.members[0], self.host.record
+        start = time.perf_counter()
+        try:
+            self.host.adapt_epoch()
+        except DivergedError as exc:
+            record["status"], record["reason"] = DIVERGED, exc.reason
+            self.alive = []
+        self.epoch = self.host.epoch
+        self.timing["train_s"] += time.perf_counter() - start
+        if self.alive and self.epoch >= self.config.epochs:
+            record["status"] = COMPLETED
+            self.alive = []
+        return [member]
+
     def fit(self, on_epoch: Callable[[list[Member]], None] | None = None, pretrain: PretrainFn | None = None) -> list[dict[str, Any]]:
         """Pretrain (unless restored past it), train every member to its end; the members' run records."""
         if not self.pretrained:
@@ -478,6 +507,9 @@ class Population:
         """Everything needed to continue exactly at an epoch boundary (every member)."""
         state: dict[str, Any] = {"epoch": self.epoch, "pretrained": self.pretrained, "alive": list(self.alive),
                                  "records": [m.record for m in self.members], "timing": dict(self.timing)}
+        if self.single:
+            state["trainer"] = self.host.state_dict() if self.pretrained and self.epoch else None
+            return state
         if self.alive:
             state.update(fe=[t.detach() for t in self.fe], g={w: [t.detach() for t in ps] for w, ps in self.g.items()}, widths=self.widths,
                          lambda_ot=self.lambda_ot, lambda_ent=self.lambda_ent, eps=self.eps, p_t=self.p_t, m=self.m,
@@ -489,6 +521,11 @@ class Population:
         for member, record in zip(self.members, state["records"]):
             member.record = record
         self.timing = dict(state.get("timing", self.timing))
+        if self.single:
+            if state.get("trainer") is not None:
+                self.host.load_state_dict(state["trainer"])
+            self.host.record = self.members[0].record  # the member's record is the host's run record
+            return
         if not self.alive:
             return
         dev = self.device

@@ -144,11 +144,55 @@ def test_configs_that_cannot_share_a_stack_are_refused_in_one_line(digits_cache)
     with pytest.raises(ConfigError, match="may differ only in lambda_ot, .*member 1 also differs in seed"):
         check_members([cfgs[0], cfgs[1].replace(seed=1)])
     with pytest.raises(ConfigError, match="feature cache \\(backbone 'features'\\).*python -m ssot.features --task digits"):
-        check_members([SSOTConfig.for_task("digits")])
+        check_members([SSOTConfig.for_task("digits")] * 2)
     with pytest.raises(ConfigError, match="'eps' parameter of a population member must be a float in \\(0, inf\\)"):
         check_members([cfgs[0], cfgs[1].replace(eps=0.0)])
     with pytest.raises(ConfigError, match="ot_solver 'net'"):
-        check_members([cfgs[0].replace(ot_solver="vector")])
+        check_members([cfgs[0].replace(ot_solver="vector")] * 2)
+    check_members([SSOTConfig.for_task("digits", ot_solver="vector", eps=0.0)])  # a population of one: any config
+
+
+SMALL_IMAGES = {"epochs": 2, "pretrain_epochs": 1, "iters_per_epoch": 4, "device": "cpu", "num_threads": 1,
+                "source_eval_samples": 100}
+
+
+@pytest.mark.parametrize("changes", [{}, {"ot_solver": "vector"}, {"ot_solver": "sinkhorn", "eps": 0.5}],
+                         ids=["net", "vector", "sinkhorn"])
+def test_a_population_of_one_is_its_trainer_run_for_any_config(changes):
+    """Every search trial is a population: one image config (any backbone and solver) is the
+    Trainer's own run, record for record."""
+    cfg = SSOTConfig.for_task("digits", **SMALL_IMAGES, **changes)
+    seen = []
+    (record,) = Population([cfg]).fit(on_epoch=lambda members: seen.append([(m.index, m.status, len(m.epochs)) for m in members]))
+    run = Trainer(cfg).fit()
+    assert seen == [[(0, "running", 1)], [(0, "completed", 2)]]
+    assert record["status"] == run["status"] == "completed" and record["config"] == run["config"]
+    assert record["source_only_target_acc"] == run["source_only_target_acc"] and record["target_pred"] == run["target_pred"]
+    assert [{k: v for k, v in e.items() if k != "time_s"} for e in record["epochs"]] == \
+        [{k: v for k, v in e.items() if k != "time_s"} for e in run["epochs"]]
+
+
+def test_a_population_of_one_resumes_exactly_and_records_divergence_as_its_run():
+    cfg = SSOTConfig.for_task("digits", **SMALL_IMAGES)
+    whole = Population([cfg]).fit()
+    first = Population([cfg])
+    first.pretrain()
+    first.adapt_epoch()
+    buffer = io.BytesIO()
+    torch.save(first.state_dict(), buffer)
+    buffer.seek(0)
+    resumed = Population([cfg])
+    resumed.load_state_dict(torch.load(buffer, weights_only=True))  # tensors and plain types only
+    assert resumed.epoch == 1 and resumed.alive == [0]
+    (record,) = resumed.fit()
+    assert [e["loss_total"] for e in record["epochs"]] == [e["loss_total"] for e in whole[0]["epochs"]]
+    assert record["status"] == "completed"
+    bad = cfg.replace(lambda_ent=3e38)  # lambda_ent * L_Ent overflows float32
+    population = Population([bad])
+    (diverged,) = population.fit()
+    run = Trainer(bad).fit()
+    assert diverged["status"] == run["status"] == "diverged" and diverged["reason"] == run["reason"]
+    assert population.alive == [] and population.members[0].status == "diverged"
 
 
 def test_the_other_shared_options_are_reproduced_too(digits_cache, task):
