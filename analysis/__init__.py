@@ -8,7 +8,7 @@ pandas), and imports nothing from ``tune``. Laid out by concept:
     pure data, no drawing: experiments with their hyperparameter specs, per-trial frames, views
     (ASHA rungs, final, best), heatmap bins, importances, marginal effects, the selection regret,
     the paper's analyses read from run records.
-:mod:`analysis.plotly`, :mod:`analysis.mpl`
+:mod:`analysis.charts`, :mod:`analysis.mpl`
     figure builders by backend, over the same info objects (as Optuna's ``visualization`` and
     ``visualization.matplotlib``); :mod:`analysis.style` holds what both share.
 :mod:`analysis.dashboard`
@@ -56,11 +56,11 @@ from analysis.data.importance import MIN_TRIALS, ImportanceInfo, importance_info
 from analysis.data.marginal import MarginalInfo, marginal_infos
 from analysis.data.views import View, default_view, experiment_views, view_results
 from analysis.mpl.figures import heatmap_figure_mpl, learning_curves_figure_mpl
-from analysis.plotly.curves import learning_curves_figure
-from analysis.plotly.heatmap import heatmap_figure
-from analysis.plotly.importance import importance_figure, importances_figure
-from analysis.plotly.marginal import marginal_figure
-from analysis.plotly.parallel import parallel_figure
+from analysis.charts.curves import learning_curves_figure
+from analysis.charts.heatmap import heatmap_figure
+from analysis.charts.importance import importance_figure, importances_figure
+from analysis.charts.marginal import marginal_figure
+from analysis.charts.parallel import parallel_figure
 from ssot.results.paper import paper_accuracy_path, read_paper_accuracy
 
 __all__ = [

@@ -17,13 +17,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.data.paper_runs import FigureError, class_weight_info, find_paper_inputs, read_feature_map, read_record  # noqa: E402
-from analysis.mpl.paper import class_weight_figure, feature_map_figure, solver_figure  # noqa: E402
+from analysis.data.paper_runs import FigureError, class_weight_info, find_paper_inputs, read_feature_map, read_record
+from analysis.mpl.paper import class_weight_figure, feature_map_figure, solver_figure
 from matplotlib import pyplot as plt  # noqa: E402  (the Agg backend: analysis.mpl.paper chose it)
-from ssot import cli  # noqa: E402
+from ssot import cli
 
 
 def _save(fig: plt.Figure, out: Path) -> Path:

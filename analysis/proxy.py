@@ -17,14 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.data.proxy import DEFAULT_KS, proxy_info, reference_path, summary_table  # noqa: E402
-from ssot import cli  # noqa: E402
-from ssot.errors import ResultsError  # noqa: E402
-from ssot.results import storage  # noqa: E402
-from ssot.results.markdown import markdown_table, write_new_tables  # noqa: E402
+from analysis.data.proxy import DEFAULT_KS, proxy_info, reference_path, summary_table
+from ssot import cli
+from ssot.errors import ResultsError
+from ssot.results import storage
+from ssot.results.markdown import markdown_table, write_new_tables
 
 CSV_NAME, MARKDOWN_NAME = "proxy.csv", "proxy.md"
 

@@ -15,16 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary,  # noqa: E402
+from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary,
                                      task_tables, to_markdown)
-from ssot import cli  # noqa: E402
-from ssot.errors import ResultsError  # noqa: E402
-from ssot.results import storage  # noqa: E402
-from ssot.results.experiment import EXPERIMENT_FILE  # noqa: E402
-from ssot.results.markdown import write_new_tables  # noqa: E402
+from ssot import cli
+from ssot.errors import ResultsError
+from ssot.results import storage
+from ssot.results.experiment import EXPERIMENT_FILE
+from ssot.results.markdown import write_new_tables
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])

@@ -30,11 +30,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.errors import ResultsError  # noqa: E402
+from ssot import cli
+from ssot.errors import ResultsError
 
 
 def _bins(text: str) -> str | int | list[float]:

@@ -1,6 +1,6 @@
 """The style both figure backends share: the colour, marker and end label of each trial status.
 
-:mod:`analysis.plotly` uses the Plotly marker symbols as they are, :mod:`analysis.mpl` maps them
+:mod:`analysis.charts` uses the Plotly marker symbols as they are, :mod:`analysis.mpl` maps them
 to matplotlib markers; so a trial looks the same in the dashboard and in a paper's PDF.
 """
 

@@ -21,16 +21,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from scipy import stats  # noqa: E402
+import numpy as np
+import torch
+from scipy import stats
 
-from ssot import cli  # noqa: E402
-from ssot import validators as V  # noqa: E402
-from ssot.results.markdown import markdown_table  # noqa: E402
+from ssot import cli
+from ssot import validators as V
+from ssot.results.markdown import markdown_table
 
 ESTIMATES = {"cross-fitted (5 folds)": {}, "in-sample (before)": {"folds": 1, "l2": (0.01,)}}
 

@@ -56,16 +56,11 @@ status (:func:`exit_status`), and turns Ctrl-C into ``interrupted`` and 130.
 
 Scripts
 -------
-``python tune/search.py`` runs a file whose folder Python puts first on ``sys.path``, where it
-would shadow installed packages with the project's own sub-packages (``analysis/plotly`` for
-``plotly``) and miss the project itself when it is not installed. Each file that is a command
-therefore starts with the one idiom::
-
-    if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-        sys.path[0] = str(Path(__file__).resolve().parents[1])
-
-which replaces the file's folder with the repository root. Run as an entry point or with
-``python -m`` the idiom does nothing.
+``python tune/search.py`` runs a file of the installed project (``pip install -e .``): Python puts
+the file's folder first on ``sys.path``, and no folder of the project is named after a package it
+imports (the Plotly figures are ``analysis/charts``, not ``analysis/plotly``), so the file finds
+the project and its dependencies as an entry point does, and no module edits ``sys.path``
+(``tests/ssot/test_cli.py`` runs every command both ways).
 
 Flags
 -----

@@ -99,7 +99,7 @@ def component(module: str) -> str:
     if parts[0] not in PACKAGES:
         return parts[0]
     if parts[0] == "analysis":
-        return f"analysis.{parts[1]}" if len(parts) > 1 and parts[1] in ("data", "plotly", "mpl", "dashboard", "style") else "analysis"
+        return f"analysis.{parts[1]}" if len(parts) > 1 and parts[1] in ("data", "charts", "mpl", "dashboard", "style") else "analysis"
     if parts[0] == "tune":
         return "tune"
     if len(parts) > 1 and parts[1] == "results":

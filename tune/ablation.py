@@ -25,15 +25,13 @@ from typing import Any
 
 import pandas as pd
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.config import SSOTConfig  # noqa: E402
-from ssot.results.final_table import format_mean_std  # noqa: E402
-from ssot.results.markdown import markdown_table  # noqa: E402
-from ssot.results.record import RunRecord, mean_std, records, run_path  # noqa: E402
-from tune.final import Log, apply_overrides, train_on_ray  # noqa: E402
+from ssot import cli
+from ssot.config import SSOTConfig
+from ssot.results.final_table import format_mean_std
+from ssot.results.markdown import markdown_table
+from ssot.results.record import RunRecord, mean_std, records, run_path
+from tune.final import Log, apply_overrides, train_on_ray
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {

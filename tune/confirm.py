@@ -31,14 +31,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.errors import ResultsError, one_line  # noqa: E402
-from ssot.results import storage  # noqa: E402
-from tune import confirmation, racing  # noqa: E402
-from tune.final import train_on_ray  # noqa: E402
+from ssot import cli
+from ssot.errors import ResultsError, one_line
+from ssot.results import storage
+from tune import confirmation, racing
+from tune.final import train_on_ray
 
 
 def build_parser() -> argparse.ArgumentParser:

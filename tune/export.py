@@ -29,14 +29,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.config import SSOTConfig  # noqa: E402
-from ssot.errors import ResultsError, SSOTError, one_line  # noqa: E402
-from ssot.results import storage  # noqa: E402
-from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, Experiment, check_finished, read_experiment  # noqa: E402
+from ssot import cli
+from ssot.config import SSOTConfig
+from ssot.errors import ResultsError, SSOTError, one_line
+from ssot.results import storage
+from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, Experiment, check_finished, read_experiment
 
 __all__ = ["ExportCandidate", "Exported", "ExportReport", "read_candidates", "load_experiment", "choose_per_task",
            "export_best_configs", "main"]

@@ -24,14 +24,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.config import RUNTIME_FIELDS, SSOTConfig  # noqa: E402
-from ssot.errors import ResultsError, SSOTError  # noqa: E402
-from ssot.results.final_table import result_paths, results_table, to_markdown, write_results  # noqa: E402
-from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new  # noqa: E402
+from ssot import cli
+from ssot.config import RUNTIME_FIELDS, SSOTConfig
+from ssot.errors import ResultsError, SSOTError
+from ssot.results.final_table import result_paths, results_table, to_markdown, write_results
+from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new
 
 __all__ = [
     "collect_configs",

@@ -21,19 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.data.registry import searched_tasks  # noqa: E402
-from ssot.errors import ConfigError  # noqa: E402
-from ssot.results.metrics import SEARCH_METRICS  # noqa: E402
-from tune import space as spaces  # noqa: E402
-from tune.experiment import DEFAULT_MAX_FAILURES, SEARCHES, SearchOptions, run_search  # noqa: E402
-from tune.outputs import exit_status_of, summary_lines  # noqa: E402
-from tune.trackers import TRACKERS  # noqa: E402
+from ssot import cli
+from ssot.data.registry import searched_tasks
+from ssot.errors import ConfigError
+from ssot.results.metrics import SEARCH_METRICS
+from tune import space as spaces
+from tune.experiment import DEFAULT_MAX_FAILURES, SEARCHES, SearchOptions, run_search
+from tune.outputs import exit_status_of, summary_lines
+from tune.trackers import TRACKERS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,15 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a file: the one script idiom, see ssot/cli.py ("Scripts")
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from ssot import cli  # noqa: E402
-from ssot.config import OT_SOLVERS, SSOTConfig  # noqa: E402
-from ssot.results.markdown import markdown_table  # noqa: E402
-from ssot.results.record import RunRecord, records  # noqa: E402
-from tune.ablation import run_variants  # noqa: E402
-from tune.final import apply_overrides  # noqa: E402
+from ssot import cli
+from ssot.config import OT_SOLVERS, SSOTConfig
+from ssot.results.markdown import markdown_table
+from ssot.results.record import RunRecord, records
+from tune.ablation import run_variants
+from tune.final import apply_overrides
 
 #: solver name -> (folder, config changes), in the figure's order.
 SOLVER_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {name: (name, {"ot_solver": name}) for name in OT_SOLVERS}

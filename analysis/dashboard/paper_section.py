@@ -11,7 +11,7 @@
 * t-SNE files of ``python -m ssot.feature_maps``: one panel per model, coloured by class, ``o`` source,
   ``+`` target, outlier classes grey.
 
-The content comes from :mod:`analysis.data.paper_runs`, drawn by :mod:`analysis.plotly.paper`
+The content comes from :mod:`analysis.data.paper_runs`, drawn by :mod:`analysis.charts.paper`
 (also drawn with matplotlib by :mod:`analysis.mpl.paper`); this module only lays it out. The section is
 self-contained HTML (its figures in a JSON script element, drawn by its own script once the page
 has loaded), so :mod:`analysis.dashboard.page` adds it with one call (:meth:`PaperSection.insert`).
@@ -34,7 +34,7 @@ from analysis.data.paper_runs import (
     has_class_weights,
     solver_info,
 )
-from analysis.plotly.paper import class_weight_plotly, feature_map_plotly, solver_plotly
+from analysis.charts.paper import class_weight_plotly, feature_map_plotly, solver_plotly
 from ssot.results.experiment import Problem
 
 __all__ = ["PaperSection", "paper_section", "MAX_CLASS_WEIGHT_PLOTS"]

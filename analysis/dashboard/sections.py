@@ -26,12 +26,12 @@ from analysis.data.importance import importance_infos
 from analysis.data.marginal import marginal_infos
 from analysis.data.views import View, default_view, experiment_views
 from analysis.mpl.figures import heatmap_figure_mpl, learning_curves_figure_mpl
-from analysis.plotly.curves import learning_curves_figure
-from analysis.plotly.heatmap import heatmap_figure
-from analysis.plotly.importance import importances_figure
-from analysis.plotly.marginal import marginal_figure
-from analysis.plotly.parallel import parallel_figure
-from analysis.plotly.style import param_label
+from analysis.charts.curves import learning_curves_figure
+from analysis.charts.heatmap import heatmap_figure
+from analysis.charts.importance import importances_figure
+from analysis.charts.marginal import marginal_figure
+from analysis.charts.parallel import parallel_figure
+from analysis.charts.style import param_label
 
 __all__ = ["ViewFigures", "view_figures", "plot_div", "slug", "heatmap_title"]
 

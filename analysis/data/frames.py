@@ -3,7 +3,7 @@
 The pipeline is ``load_experiments`` -> :func:`trial_table` (one row per trial) ->
 :func:`final_results` (one accuracy per trial, under an explicit ``mode``) ->
 :func:`analysis.data.bins.heatmap_info` (cells of a pair of hyperparameters). The figure builders
-(:mod:`analysis.plotly`, :mod:`analysis.mpl`) only draw these.
+(:mod:`analysis.charts`, :mod:`analysis.mpl`) only draw these.
 
 Early-stopped and diverged trials are never mixed silently with completed ones: ``mode="final"``
 (the default) keeps the trials that reached the last epoch and scores them by their final-epoch

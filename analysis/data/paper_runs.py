@@ -2,7 +2,7 @@ r"""What the paper's analysis figures show, read from run records and t-SNE file
 
 The figures (class weights against the truth, OT solvers compared, feature maps) are drawn twice
 from the same information: with matplotlib by :mod:`analysis.mpl.paper` (PNG/PDF for papers)
-and with Plotly in the dashboard by :mod:`analysis.plotly.paper`. Both call the functions here;
+and with Plotly in the dashboard by :mod:`analysis.charts.paper`. Both call the functions here;
 neither reads files or computes a number of its own.
 
 A *run record* (:mod:`ssot.results.record`) is the JSON that ``python -m ssot.train --out``

@@ -1,6 +1,6 @@
 """Matplotlib renderers of the heatmaps and learning curves, for papers (no browser needed).
 
-They draw the SAME info objects as the Plotly builders of :mod:`analysis.plotly` (a
+They draw the SAME info objects as the Plotly builders of :mod:`analysis.charts` (a
 :class:`~analysis.data.bins.HeatmapInfo`, the frame of :func:`analysis.data.frames.learning_curves`), the way
 Optuna keeps ``optuna.visualization`` and ``optuna.visualization.matplotlib`` on shared
 ``_get_*_info`` functions. Matplotlib is imported lazily (the analysis imports without it) and
@@ -64,7 +64,7 @@ def _empty(figure: Figure, message: str) -> None:
 
 
 def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool = True) -> Figure:
-    """Draw a sensitivity heatmap with matplotlib, as :func:`analysis.plotly.heatmap.heatmap_figure` does.
+    """Draw a sensitivity heatmap with matplotlib, as :func:`analysis.charts.heatmap.heatmap_figure` does.
 
     Each cell holds its best accuracy (%); cells without a trial are blank; the best trial's cell
     is outlined and starred; the subtitle names the view and its number of trials.
@@ -113,7 +113,7 @@ def learning_curves_figure_mpl(
     curves: pd.DataFrame, max_epochs: int, title: str = "", source_only: float | None = None
 ) -> Figure:
     """Target accuracy per epoch of every trial, coloured by status, as
-    :func:`analysis.plotly.curves.learning_curves_figure` draws it (same frame, same markers)."""
+    :func:`analysis.charts.curves.learning_curves_figure` draws it (same frame, same markers)."""
     figure = _new_figure()
     _titles(figure, title, curves_subtitle(curves))
     if curves.empty:

@@ -9,7 +9,7 @@
   model, coloured by class, marked by domain, outlier classes grey.
 
 Their content comes from :mod:`analysis.data.paper_runs` (the Plotly renderings of the same
-information are :mod:`analysis.plotly.paper`). ``python analysis/paper_figures.py`` draws them.
+information are :mod:`analysis.charts.paper`). ``python analysis/paper_figures.py`` draws them.
 """
 from __future__ import annotations
 

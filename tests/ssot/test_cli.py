@@ -112,7 +112,7 @@ def test_every_command_has_an_entry_point_to_its_main():
 ])
 def test_every_command_runs_as_a_module_or_a_file(command, tmp_path):
     """From another folder, without PYTHONPATH: the file forms find the project through the one
-    script idiom (a project shadowing nothing: analysis/plotly is not plotly)."""
+    script idiom (a project shadowing nothing: analysis/charts is not plotly)."""
     if command[0] == "-m":
         env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
         argv = [sys.executable, *command, "--help"]

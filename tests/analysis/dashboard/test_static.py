@@ -36,7 +36,7 @@ def test_static_heatmap_images(dashboard_results: Path, tmp_path: Path) -> None:
     from analysis.data.bins import heatmap_info
     from analysis.data.experiments import load_experiments
     from analysis.data.frames import final_results, trial_table
-    from analysis.plotly.heatmap import heatmap_figure
+    from analysis.charts.heatmap import heatmap_figure
 
     experiments, _ = load_experiments(dashboard_results)
     grid = next(e for e in experiments if e.search == "grid")

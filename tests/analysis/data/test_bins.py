@@ -10,7 +10,7 @@ import pytest
 from analysis.data.bins import axis_bins, heatmap_info
 from analysis.data.experiments import ParamSpec, load_experiment, load_experiments
 from analysis.data.frames import final_results, param_pairs, trial_table
-from analysis.plotly.heatmap import heatmap_figure
+from analysis.charts.heatmap import heatmap_figure
 from tests.fixtures.experiments import PAPER_GRID, TPE_SPACE, grid_accuracy, trial_rows, write_experiment
 
 EPOCHS = 4

@@ -25,7 +25,7 @@ def test_reading_commands_load_neither_torch_nor_ray(command):
 
 def test_the_analysis_imports_nothing_of_tune():
     code = ("import sys, analysis, analysis.dashboard, analysis.data.selection, analysis.data.paper_runs, analysis.mpl.paper, "
-            "analysis.plotly.paper, analysis.selection, analysis.sensitivity, analysis.paper_figures; "
+            "analysis.charts.paper, analysis.selection, analysis.sensitivity, analysis.paper_figures; "
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('tune', 'torch', 'ray'))))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from analysis.data.bins import HeatmapInfo, heatmap_notes
 from analysis.data.views import view_subtitle
-from analysis.plotly.style import COLORSCALE, TEMPLATE, empty_figure, param_label, figure_title
+from analysis.charts.style import COLORSCALE, TEMPLATE, empty_figure, param_label, figure_title
 
 __all__ = ["heatmap_figure"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from analysis.data.proxy import ProxyInfo
-from analysis.plotly.style import TEMPLATE, empty_figure, figure_title
+from analysis.charts.style import TEMPLATE, empty_figure, figure_title
 
 __all__ = ["proxy_figure"]
 

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.data.frames import curves_subtitle
-from analysis.plotly.style import TEMPLATE, empty_figure, figure_title
+from analysis.charts.style import TEMPLATE, empty_figure, figure_title
 from analysis.style import status_groups
 
 __all__ = ["learning_curves_figure"]

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from analysis.data.importance import ImportanceInfo
 from analysis.data.views import view_label, view_subtitle
-from analysis.plotly.style import TEMPLATE, empty_figure, figure_title, param_label
+from analysis.charts.style import TEMPLATE, empty_figure, figure_title, param_label
 
 __all__ = ["importance_figure", "importances_figure"]
 

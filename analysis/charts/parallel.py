@@ -14,7 +14,7 @@ from plotly.colors import sample_colorscale
 from analysis.data.experiments import ParamSpec
 from analysis.data.frames import format_value
 from analysis.data.views import view_subtitle
-from analysis.plotly.style import COLORSCALE, TEMPLATE, empty_figure, figure_title, param_label
+from analysis.charts.style import COLORSCALE, TEMPLATE, empty_figure, figure_title, param_label
 
 __all__ = ["parallel_figure"]
 

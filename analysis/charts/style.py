@@ -1,6 +1,6 @@
 """The Plotly figures' shared style: template, colour scale, axis names, titles, empty figures.
 
-Every Plotly builder of :mod:`analysis.plotly` uses these; the colours and markers per trial
+Every Plotly builder of :mod:`analysis.charts` uses these; the colours and markers per trial
 status, shared with matplotlib, are :data:`analysis.style.STATUS_STYLE`.
 """
 
