@@ -166,7 +166,8 @@ def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
 
 def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str) -> dict[str, Any]:
     """Section 3: the same ``n`` configs as one population and as ``n`` Ray trials."""
-    from tune.experiment import SearchOptions, run_search
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
 
     base = {"backbone": "features", "features_path": str(cache), "device": device}
     for key in ("epochs", "iters_per_epoch", "pretrain_epochs"):

@@ -29,7 +29,8 @@ def measure(num_samples: int, num_cpus: int, storage: Path) -> dict[str, float]:
     import pandas as pd
     import ray
 
-    from tune.experiment import SearchOptions, run_search
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
 
     start = time.perf_counter()
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)

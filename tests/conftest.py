@@ -74,7 +74,8 @@ def finished_search(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace
     in sqlite, and what its files held each time a trial ended (``snapshots``)."""
     pytest.importorskip("ray")
     from tests.fixtures.live import Snapshots
-    from tune.experiment import SearchOptions, run_search
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
 
     root = tmp_path_factory.mktemp("finished-search")
     epochs = 2

@@ -216,17 +216,15 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
     if todo:
         import ray
 
-        from tune.experiment import SearchOptions, check_reachable, check_resources
+        from tune.cluster import check_reachable, connected
+        from tune.options import SearchOptions
 
         check_data(cfg for cfg, _ in todo.values())  # a missing dataset or unknown task: one line, before Ray starts
         if address:
             check_reachable(address)
-        started_here = not ray.is_initialized()
-        if started_here:
-            ray.init(address=address or "local", num_cpus=None if address else num_cpus, include_dashboard=False,
-                     log_to_driver=False)
-        try:
-            gpus = check_resources(SearchOptions(task="", gpus_per_trial=gpus_per_run, cpus_per_trial=cpus_per_run))
+        request = SearchOptions(task="", gpus_per_trial=gpus_per_run, cpus_per_trial=cpus_per_run, verbose=0)
+        with connected(request, cpus_per_run, address=address, num_cpus=num_cpus) as cluster:
+            gpus = cluster.gpus_per_trial
             remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_train)
             start = time.perf_counter()
             waiting = list(todo)
@@ -242,9 +240,6 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
                 records[key] = RunRecord.from_dict(ray_result(ray, done[0]))
                 write_new(path, records[key])
                 log(f"{key[0]}: {_describe(cfg.task, cfg.seed, records[key])} [{time.perf_counter() - start:.0f} s, wrote {path}]")
-        finally:
-            if started_here:
-                ray.shutdown()
     return {key: records[key] for key in jobs}
 
 

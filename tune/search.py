@@ -28,7 +28,8 @@ from ssot.data.registry import searched_tasks
 from ssot.errors import ConfigError
 from ssot.results.metrics import SEARCH_METRICS
 from tune import space as spaces
-from tune.experiment import DEFAULT_MAX_FAILURES, SEARCHES, SearchOptions, run_search
+from tune.experiment import run_search
+from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_REDUCTION_FACTOR, SEARCHES, SearchOptions
 from tune.outputs import exit_status_of, summary_lines
 from tune.trackers import TRACKERS
 
@@ -64,11 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "the others are label-free validators")
     t.add_argument("--smoke-test", action="store_true", help="tiny search to check the setup: 2 trials x 2 short epochs")
     s = p.add_argument_group("early stopping (ASHA on epochs)")
-    s.add_argument("--grace-period", type=int, default=5, help="epochs every trial runs before ASHA may stop it")
-    s.add_argument("--reduction-factor", type=int, default=3)
+    s.add_argument("--grace-period", type=int, default=DEFAULT_GRACE_PERIOD, help="epochs every trial runs before ASHA may stop it")
+    s.add_argument("--reduction-factor", type=int, default=DEFAULT_REDUCTION_FACTOR,
+                   help="ASHA keeps the top 1/reduction-factor of the trials at each rung")
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
-    cli.add_trial_resources(r)
+    cli.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs")
     r.add_argument("--max-concurrent", type=int, help="most trials running at once")
     cli.add_ray_flags(r)
     r.add_argument("--trial-resources", type=_resources, default={}, metavar="JSON",

@@ -135,9 +135,9 @@ def final_results(table: pd.DataFrame, mode: Mode = "final") -> pd.DataFrame:
 
 
 def best_trial(experiment: Experiment, table: pd.DataFrame | None = None) -> pd.Series | None:
-    """The trial of ``best_config.json``: :func:`ssot.results.trials.best_trial` on the experiment's metric."""
-    table = trial_table(experiment) if table is None else table
-    return trial_model.best_trial(table, experiment.metric)
+    """The trial of ``best_config.json`` (:meth:`ssot.results.experiment.Experiment.best_trial`: the
+    one ``experiment.json`` records), its row of ``table`` when given."""
+    return experiment.best_trial(trial_table(experiment) if table is None else table)
 
 
 def learning_curves(experiment: Experiment) -> pd.DataFrame:

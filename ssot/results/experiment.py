@@ -187,9 +187,21 @@ class Experiment:
         """The trials the best-trial rule ranks, best first, on the experiment's metric."""
         return trial_model.ranked_trials(self.trial_table(), self.metric)
 
-    def best_trial(self) -> pd.Series | None:
-        """The row of :meth:`trial_table` that the best-trial rule picks (None: no trial counts)."""
-        return trial_model.best_trial(self.trial_table(), self.metric)
+    def best_trial(self, table: pd.DataFrame | None = None) -> pd.Series | None:
+        """The best trial's row of :meth:`trial_table` (or of ``table``), None when no trial counts.
+
+        The best trial is computed once per experiment, by the best-trial rule
+        (:func:`ssot.results.trials.best_trial`) when the search writes its files, and recorded in
+        ``experiment.json`` (``best_trial``); readers take that record (:func:`check_finished`
+        verifies it against the rows). A search that records none yet (running, or older files)
+        gets the rule applied now.
+        """
+        table = self.trial_table() if table is None else table
+        meta = self.meta or {}
+        if "best_trial" not in meta:
+            return trial_model.best_trial(table, self.metric)
+        rows = table[table["trial_id"].astype(str) == str(meta["best_trial"])] if meta["best_trial"] is not None else table.iloc[:0]
+        return rows.iloc[0] if len(rows) else None
 
 
 # -------------------------------------------------------------------------------- reading
@@ -354,7 +366,7 @@ def check_finished(experiment: Experiment) -> Experiment:
         raise ResultsError(f"its status is {meta.get('status')!r}, not {FINISHED!r}")
     if errors:
         raise ResultsError(f"{errors[0].path} {errors[0].message}".rstrip("."))
-    recorded, best = meta.get("best_trial"), experiment.best_trial()
+    recorded, best = meta.get("best_trial"), trial_model.best_trial(experiment.trial_table(), experiment.metric)
     if recorded is not None and experiment.trials is not None and (best is None or str(best["trial_id"]) != str(recorded)):
         found = "no trial" if best is None else f"trial {best['trial_id']}"
         raise ResultsError(f"{Path(str(experiment.path)) / TRIALS_FILE} gives the best trial as {found} but "

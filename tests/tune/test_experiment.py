@@ -17,7 +17,8 @@ from ssot.validators import DIRECTIONS
 from tests.fixtures.contract import check_consumers
 from tests.fixtures.experiments import last_rows as final_results
 from tests.fixtures.images import make_folders
-from tune.experiment import SearchOptions, run_search
+from tune.experiment import run_search
+from tune.options import SearchOptions
 from tune.outputs import exit_status_of as exit_status
 
 QUICK = {"epochs": 3, "pretrain_epochs": 2, "iters_per_epoch": 8}
@@ -147,7 +148,7 @@ def test_a_final_run_of_a_trials_config_reproduces_its_accuracies(ray_local, tmp
 
 
 def test_zero_epochs_are_refused_before_anything_starts(tmp_path):
-    with pytest.raises(ConfigError, match=r"'epochs' parameter of a search must be an int >= 1 \(ASHA's max_t\). Got 0 instead"):
+    with pytest.raises(ConfigError, match=r"--epochs of a search must be an int >= 1 \(ASHA's max_t\). Got 0 instead"):
         run_search(SearchOptions(task="digits", base={"epochs": 0}, storage_path=str(tmp_path)))
     assert list(tmp_path.iterdir()) == []
 
@@ -179,7 +180,7 @@ def test_errored_trials_are_recorded_in_one_line_and_rerun_by_resume(ray_local, 
 
 
 def test_bad_options_are_refused_with_the_argument_named():
-    with pytest.raises(ConfigError, match="'num_samples' parameter must be an int >= 1. Got 0"):
+    with pytest.raises(ConfigError, match="--num-samples must be an int >= 1. Got 0"):
         SearchOptions(task="digits", num_samples=0).validate()
     with pytest.raises(ConfigError, match="range of 'eps' must satisfy 0 < low < high"):
         SearchOptions(task="digits", space={"eps": {"type": "loguniform", "low": 1.0, "high": 0.1}}).validate()
@@ -188,10 +189,13 @@ def test_bad_options_are_refused_with_the_argument_named():
 
 
 def test_trials_get_their_cpu_share_of_threads_and_loader_workers():
-    from tune.experiment import _param_space, base_config
+    from tune.cluster import Cluster, cpu_share
+    from tune.experiment import _param_space
+    from tune.options import base_config
 
     options = SearchOptions(task="A2W", cpus_per_trial=2, base={"data_root": "/data"})
-    params = _param_space(options, base_config(options), gpus=0.25, cache_dir=None)
+    cpus, _ = cpu_share(options, None, None)
+    params = _param_space(options, base_config(options, cpus), Cluster(cpus, 0.25, 1, None), cache_dir=None, rungs=())
     assert params["num_workers"] == 2 and params["num_threads"] == 2 and params["device"] == "cuda"
     assert "lambda_ot" not in params  # sampled by the searcher, not a constant
 
@@ -226,7 +230,8 @@ def test_an_address_where_nothing_listens_fails_within_seconds(tmp_path):
 
 
 def test_search_refuses_target_acc_on_an_unlabeled_target(tmp_path):
-    from tune.experiment import SearchOptions, run_search
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
 
     src, tgt = make_folders(tmp_path, labeled=False)
     options = SearchOptions(task="custom", base={"source_dir": str(src), "target_dir": str(tgt)}, storage_path=str(tmp_path / "r"))
@@ -236,7 +241,7 @@ def test_search_refuses_target_acc_on_an_unlabeled_target(tmp_path):
 
 
 def test_unknown_metric_is_refused_with_the_choices():
-    with pytest.raises(ConfigError, match="'metric' parameter must be one of target_acc, source_acc"):
+    with pytest.raises(ConfigError, match="--metric must be one of target_acc, source_acc"):
         SearchOptions(task="digits", metric="accuracy").validate()
 
 
@@ -264,7 +269,7 @@ def test_search_on_a_min_validator_records_the_metric_and_picks_by_it(ray_local,
 
 def test_trial_resources_and_max_failures_are_checked_where_they_enter():
     from ssot.errors import ConfigError
-    from tune.experiment import SearchOptions
+    from tune.options import SearchOptions
     from tune.search import build_parser, options_for
 
     args = build_parser().parse_args(["--task", "digits", "--trial-resources", '{"worker_node": 1}', "--max-failures", "5"])
@@ -273,9 +278,9 @@ def test_trial_resources_and_max_failures_are_checked_where_they_enter():
     assert options_for(build_parser().parse_args(["--task", "digits"]), "digits", None).max_failures == 2
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--task", "digits", "--trial-resources", "worker_node=1"])
-    with pytest.raises(ConfigError, match="'trial_resources' parameter must map custom resource names .* Got 'CPU': 1"):
+    with pytest.raises(ConfigError, match="--trial-resources must map custom resource names .* Got 'CPU': 1"):
         SearchOptions(task="digits", trial_resources={"CPU": 1}).validate()
     with pytest.raises(ConfigError, match="Got 'worker_node': 0 instead"):
         SearchOptions(task="digits", trial_resources={"worker_node": 0}).validate()
-    with pytest.raises(ConfigError, match="'max_failures' parameter must be an int >= 0. Got -1 instead"):
+    with pytest.raises(ConfigError, match="--max-failures must be an int >= 0. Got -1 instead"):
         SearchOptions(task="digits", max_failures=-1).validate()

@@ -106,7 +106,8 @@ def test_a_daemon_that_cannot_start_leaves_one_warning_and_nothing_behind(fake_m
 
 def test_a_search_exports_mps_to_its_ray_workers_and_stops_it_after_an_error(fake_mps, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
-    from tune.experiment import SearchOptions, run_search
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
 
     if ray.is_initialized():
         pytest.skip("a Ray instance of another test is running")

@@ -5,7 +5,8 @@ import pytest
 
 from ssot.errors import ConfigError, ResultsError
 from tests.fixtures.experiments import TPE_SPACE, trial_rows, write_experiment
-from tune.experiment import SearchOptions, run_search
+from tune.experiment import run_search
+from tune.options import SearchOptions
 from tune.replay import read_reference
 
 
@@ -35,6 +36,6 @@ def test_populations_need_a_cache_and_a_sampler_and_are_refused_before_ray_start
         run_search(SearchOptions(task="digits", population=4, storage_path=str(tmp_path / "r")))
     with pytest.raises(ConfigError, match="--population proposes members from an Optuna study: use --search tpe or random"):
         SearchOptions(task="digits", population=4, search="grid", space={}).validate()
-    with pytest.raises(ConfigError, match="'population' parameter must be an int >= 1"):
+    with pytest.raises(ConfigError, match="--population must be an int >= 1"):
         SearchOptions(task="digits", population=0).validate()
     assert not (tmp_path / "r" / "ssot-digits").exists()

@@ -73,7 +73,7 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
     import pandas as pd
 
     from tune import search
-    from tune.experiment import SearchOutcome
+    from tune.outputs import SearchOutcome
 
     seen = []
 
@@ -199,3 +199,79 @@ def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_
             assert list(rows["epoch"]) == [1, 2]
     finally:
         subprocess.run(["umount", "-l", str(store)], capture_output=True)
+
+
+@pytest.mark.parametrize("flag", ["--gpus-per-trial", "--cpus-per-trial"])
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_resources_that_are_not_numbers_are_refused_in_one_line_before_anything_starts(tmp_path, capsys, flag, value):
+    """--gpus-per-trial nan passed the resource check and the search hung (Ray asked for nan GPUs);
+    --cpus-per-trial nan ended in a ValueError traceback."""
+    from tune import search
+
+    assert search.main(["--task", "digits", flag, value, "--storage-path", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"'{flag}' argument must be a number" in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _stale_lock(folder) -> None:
+    """The lock a driver killed in its first seconds leaves (its process no longer runs), alone in its folder."""
+    import socket
+
+    from ssot.results.lock import LOCK_FILE
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    folder.mkdir(parents=True)
+    (folder / LOCK_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": gone.pid, "started": "2026-11-26T10:00:00",
+                                                "pid_start": "1", "boot_id": None, "token": "killed"}) + "\n")
+
+
+def test_a_search_killed_before_it_wrote_experiment_json_leaves_its_name_usable(tmp_path, capsys):
+    """A folder holding only the lock of a killed driver is no experiment: a new search starts there,
+    and so does --resume (nothing was recorded), instead of each sending the user to the other."""
+    from tune import search
+
+    args = ["--task", "digits", "--num-samples", "1", "--epochs", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2",
+            "--num-cpus", "1", "--storage-path", str(tmp_path / "runs"), "--verbose", "0"]
+    _stale_lock(tmp_path / "runs" / "new" / "digits")
+    assert search.main([*args, "--name", "new"]) == 0, capsys.readouterr().err
+    assert "removed the stale lock" in capsys.readouterr().out
+    _stale_lock(tmp_path / "runs" / "again" / "digits")
+    assert search.main([*args, "--name", "again", "--resume"]) == 0
+    assert "nothing of experiment" in capsys.readouterr().out
+    for name in ("new", "again"):
+        info = json.loads((tmp_path / "runs" / name / "digits" / "experiment.json").read_text())
+        assert info["status"] == "finished" and info["elapsed_s"] > 0
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
+    """kill -9 of a driver that started its own Ray: its watchdog (tune/reaper.py) ends every process
+    Ray started (Ray's DashboardAgent and RuntimeEnvAgent outlived the driver by over 30 s before)."""
+    from tune.reaper import _processes, descendants
+
+    driver = subprocess.Popen([*SEARCH, "--task", "digits", "--num-samples", "2", "--epochs", "30", "--set", "pretrain_epochs=1",
+                               "--num-cpus", "2", "--storage-path", str(tmp_path), "--verbose", "0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trials = tmp_path / "ssot-digits" / "digits"
+    deadline = time.monotonic() + 240
+    while not list(trials.glob("trial_*")) and time.monotonic() < deadline and driver.poll() is None:
+        time.sleep(0.5)
+    assert list(trials.glob("trial_*")), "no trial started"
+    time.sleep(3)  # the trials' workers and Ray's agents are up
+    table = _processes()
+    ray = {pid: started for pid, started in descendants(driver.pid, table).items()
+           if "tune.reaper" not in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")}
+    assert len(ray) >= 3  # GCS, raylet, agents, workers
+    driver.kill()
+    driver.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        table = _processes()
+        left = [pid for pid, started in ray.items() if pid in table and table[pid][1] == started]
+        if not left:
+            break
+        time.sleep(0.5)
+    names = {pid: open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")[:80] for pid in left if os.path.exists(f"/proc/{pid}")}
+    assert not left, f"processes of the killed driver's Ray still run 20 s later: {names}"

@@ -5,7 +5,7 @@ from tune import space as spaces
 
 
 def test_paper_grid_space_is_the_5x5_grid():
-    from tune.experiment import expected_trials
+    from tune.outputs import expected_trials
 
     grid = spaces.paper_grid_space()
     assert expected_trials({"space": grid, "num_samples": 2}) == 50

@@ -12,7 +12,8 @@ from ssot.results import storage
 from tests.fixtures import QUICK
 from tests.fixtures.experiments import digest
 from tune import state
-from tune.experiment import SearchOptions, run_search
+from tune.experiment import run_search
+from tune.options import SearchOptions
 
 
 @pytest.fixture

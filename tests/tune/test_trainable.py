@@ -52,11 +52,12 @@ def _planted(marker) -> bytes:
 
 def test_a_planted_shared_pretrained_model_is_refused_before_ray_starts_and_never_unpickled(tmp_path):
     from ssot.errors import SSOTError
-    from tune.experiment import SearchOptions, run_search
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
     from tune.trainable import pretrained_path
 
     marker = tmp_path / "code-ran"
-    from tune.experiment import base_config
+    from tune.options import base_config
 
     options = SearchOptions(task="digits", num_samples=1, base={"epochs": 1, "pretrain_epochs": 1, "iters_per_epoch": 2},
                             storage_path=str(tmp_path / "runs"), name="exp", verbose=0)

@@ -68,3 +68,28 @@ def test_rows_with_a_nan_or_infinite_hyperparameter_are_dropped_and_the_dashboar
     assert any("infinite value(s) in source_acc read as missing" in m for m in messages), messages
     result = build_dashboard(tmp_path, images=False)  # no OverflowError, no math domain error
     assert result.n_experiments == 1
+
+
+def test_readers_take_the_best_trial_experiment_json_records_and_check_finished_verifies_it(tmp_path):
+    """The best trial is computed once, when the search writes its files: readers (export, the
+    dashboard's tables) take experiment.json's record; the rule is applied again only where the
+    record is missing (a running search) and by check_finished, which refuses a record the rows
+    no longer give."""
+    import pytest
+
+    from ssot.errors import ResultsError
+    from ssot.results.experiment import check_finished
+    from tests.fixtures.experiments import trial_rows, write_experiment
+
+    point = {"lambda_ot": 1.0, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 64}
+    rows = trial_rows("A2D", "tpe", "t0", point, [0.5, 0.6], "completed", "") + \
+        trial_rows("A2D", "tpe", "t1", point, [0.5, 0.8], "completed", "")
+    folder = write_experiment(tmp_path / "e" / "A2D", rows, task="A2D", search="tpe", space={}, max_epochs=2, dataset="office31")
+    meta = json.loads((folder / "experiment.json").read_text())
+    assert read_experiment(folder).best_trial()["trial_id"] == "t1" == check_finished(read_experiment(folder)).best_trial()["trial_id"]
+    (folder / "experiment.json").write_text(json.dumps({**meta, "best_trial": "t0"}))  # a record the rows no longer give
+    assert read_experiment(folder).best_trial()["trial_id"] == "t0"
+    with pytest.raises(ResultsError, match="gives the best trial as trial t1 but experiment.json recorded trial t0"):
+        check_finished(read_experiment(folder))
+    (folder / "experiment.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "best_trial"} | {"status": "running"}))
+    assert read_experiment(folder).best_trial()["trial_id"] == "t1"  # no record yet: the rule
