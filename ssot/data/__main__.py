@@ -102,7 +102,7 @@ def _prepare(args: argparse.Namespace) -> int:
     from ssot.data.decoded import open_cache, prepare
 
     start = time.perf_counter()
-    workers = usable_workers(64) if args.workers is None else max(1, args.workers)
+    workers = usable_workers(64) if args.workers is None else args.workers
     out = prepare(args.task, args.data_root, args.out, resize_size=args.resize_size, workers=workers,
                   progress=not args.no_progress)
     cache = open_cache(out, _task_name(args.task), args.resize_size)

@@ -143,7 +143,8 @@ def benchmark_task(name: str) -> TaskSpec:
     spec_task = task(name)
     if not spec_task.spec.on_disk:
         raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
-                          f"({', '.join(BENCHMARKS)}); build it with ssot.data.build_task.")
+                          f"({', '.join(BENCHMARKS)}): its images are built in memory, so it needs no data root and no "
+                          f"decoded-image cache. Train on it as it is: `python -m ssot.train --task {spec_task.name}`.")
     return spec_task
 
 
