@@ -45,6 +45,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset, TensorDataset
 
@@ -160,10 +161,20 @@ def _non_finite(blob: dict[str, Any]) -> str:
     for name, tensor in (("source/features", blob["source"]["features"]), ("target/features", blob["target"]["features"]),
                          ("source_views", blob.get("source_views")), ("target_views", blob.get("target_views"))):
         if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
-            n = int((~torch.isfinite(tensor)).sum())
+            n = _count_non_finite(tensor)
             if n:
                 found.append(f"{n} NaN or infinite value{'s' * (n != 1)} in {name}")
     return ", ".join(found)
+
+
+def _count_non_finite(tensor: torch.Tensor) -> int:
+    """How many values of a float tensor are NaN or infinite. NumPy's check, one pass without
+    threads, where it can (float16/32/64): torch's spreads a small tensor over its thread pool,
+    measured over 100x slower on a loaded 2-core machine (4 MB: 60-90 ms against under 1 ms)."""
+    if tensor.dtype not in (torch.float16, torch.float32, torch.float64):
+        return int((~torch.isfinite(tensor)).sum())
+    values = tensor.detach().cpu().numpy()
+    return 0 if np.isfinite(values).all() else int(np.count_nonzero(~np.isfinite(values)))
 
 
 #: The paths whose missing checksum was already reported by this process (one warning each).
