@@ -134,7 +134,10 @@ def save_feature_cache(path: str | Path, task: str, class_names: list[str], targ
 
 def rebuild_command(blob: dict[str, Any] | None, path: str | Path) -> str:
     """The command that makes the cache at ``path`` again, from what ``blob`` (when readable)
-    records: its task, backbone, encoder stage, seed and views."""
+    records: its task (with ``--data-root DIR`` for an image benchmark), backbone, encoder stage,
+    seed and views."""
+    from ssot.data.registry import DATASETS
+
     blob = blob or {}
 
     def recorded(key: str, kind: type) -> Any:
@@ -143,7 +146,9 @@ def rebuild_command(blob: dict[str, Any] | None, path: str | Path) -> str:
 
     task = recorded("task", str) or "TASK"
     parts = ["python -m ssot.features", f"--task {task}"]
-    if recorded("backbone", str) not in (None, "digits_cnn") or (task == "TASK" and recorded("backbone", str)):
+    if any(task in spec.tasks for spec in DATASETS.values() if spec.on_disk):
+        parts.append("--data-root DIR")
+    if recorded("backbone", str) not in (None, "digits_cnn"):
         parts.append(f"--backbone {blob['backbone']}")
     if recorded("encoder", str) not in (None, "pretrained"):
         parts.append(f"--encoder {blob['encoder']}")
