@@ -30,8 +30,9 @@ keeps only the samples of the dataset's partial target classes.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from PIL import Image
@@ -40,8 +41,7 @@ from torchvision import transforms as T
 
 from ssot.data.augment import IMAGENET_MEAN, IMAGENET_STD
 from ssot.data.base import TaskData
-from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
-    IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders)
+from ssot.data.layouts import IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders  # noqa: F401  (re-exported: the loaders' public names)
 from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
 from ssot.errors import ConfigError, DataError
 
