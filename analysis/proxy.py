@@ -17,7 +17,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-
 from analysis.data.proxy import DEFAULT_KS, proxy_info, reference_path, summary_table
 from ssot import cli
 from ssot.errors import ResultsError
@@ -37,10 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one(path: str):
+def _one(path: str, screen: str | None = None):
+    """The one readable experiment at ``path``: ``--reference``, or (``screen`` given) the
+    end-to-end search that screen recorded it replayed."""
+    what = f"--reference {path}" if screen is None else (f"The search {path} that the screen {screen} replayed "
+                                                         "(recorded by --configs-from)")
+    fix = "Pass the task folder of a search" if screen is None else "Move it back, or pass --reference"
+    if not storage.is_uri(path) and not Path(path).is_dir():
+        raise ResultsError(f"{what} is not a folder. {fix}.")
     found = [e for e in storage.read_experiments(path) if e.meta is not None and e.trials is not None]
     if len(found) != 1:
-        raise ResultsError(f"--reference {path} must be one readable experiment (the task folder of a search); found {len(found)}.")
+        raise ResultsError(f"{what} must be one readable experiment (the task folder of a search); found {len(found)}. {fix}.")
     return found[0]
 
 
@@ -63,7 +69,8 @@ def proxy(args: argparse.Namespace) -> int:
     if any(k < 1 for k in args.k):
         raise ResultsError(f"The '--k' argument must hold ints >= 1. Got {' '.join(map(str, args.k))} instead.")
     if args.out is not None:
-        cli.check_output(args.out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME])
+        inputs = [*storage.experiment_inputs(args.screens), *(storage.experiment_inputs(args.reference) if args.reference else [])]
+        cli.check_output(args.out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME], inputs=inputs)
     try:
         experiments = [e for e in storage.read_experiments(args.screens) if e.meta is not None and e.trials is not None]
         fixed = _one(args.reference) if args.reference else None
@@ -73,7 +80,7 @@ def proxy(args: argparse.Namespace) -> int:
             if where is None:
                 continue
             if fixed is None and where not in references:
-                references[where] = _one(where)
+                references[where] = _one(where, str(screen.path))
             infos.append(proxy_info(screen, fixed if fixed is not None else references[where], args.k))
     except storage.StorageError as exc:
         raise ResultsError(str(exc)) from None

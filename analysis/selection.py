@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-
-from analysis.data.selection import (CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary,
-                                     task_tables, to_markdown)
+from analysis.data.selection import CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary, task_tables, to_markdown
 from ssot import cli
 from ssot.errors import ResultsError
 from ssot.results import storage
 from ssot.results.experiment import EXPERIMENT_FILE
 from ssot.results.markdown import write_new_tables
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
@@ -65,7 +64,7 @@ def selection(args: argparse.Namespace) -> int:
     if storage.is_uri(args.results_dir) and args.out is None:
         raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder to write the tables to.")
     out = args.out or Path(args.results_dir)
-    cli.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME])
+    cli.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME], inputs=storage.experiment_inputs(args.results_dir))
     experiments = readable_experiments(args.results_dir)
     table = selection_table(experiments)
     if table.empty:

@@ -30,7 +30,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-
 from ssot import cli
 from ssot.errors import ResultsError
 
@@ -97,18 +96,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """Refuse, before any work, an ``--out`` that exists (unless ``--overwrite``) or cannot be
-    written, and a ``--figures-dir`` that cannot be written or already holds files (unless
-    ``--overwrite``; figures of the same names would be replaced)."""
-    from analysis.dashboard import output_paths
+    """Refuse, before any work, an ``--out`` that is one of the command's inputs (an
+    experiment's ``trials.csv``, a run record, ``--paper-csv``: even with ``--overwrite``), that
+    exists (unless ``--overwrite``) or cannot be written, and a ``--figures-dir`` that cannot be
+    written, already holds files (unless ``--overwrite``; figures of the same names would be
+    replaced) or holds an input."""
+    from analysis.dashboard import input_paths, output_paths
 
     out, figures = output_paths(args.results_dir, args.out, args.figures_dir)
-    cli.check_output(out, "--out", folder=False, exists_ok=True)
+    inputs = input_paths(args.results_dir, args.paper_csv)
+    cli.check_output(out, "--out", folder=False, exists_ok=True, inputs=inputs)
     if not args.overwrite and out.exists():
         raise ResultsError(f"--out {out} already exists; pass --overwrite to replace it, or choose another --out.")
     if args.no_images:
         return
-    cli.check_output(figures, "--figures-dir", folder=True)
+    cli.check_output(figures, "--figures-dir", folder=True, exists_ok=args.overwrite, inputs=inputs)
     if not args.overwrite and figures.is_dir() and any(p.is_file() for p in figures.iterdir()):
         raise ResultsError(f"--figures-dir {figures} already holds files (figures of the same names would be replaced); "
                            "pass --overwrite to write among them, or choose another --figures-dir.")

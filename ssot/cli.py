@@ -35,12 +35,15 @@ Exit statuses (the same for every command)
  2     bad input, the user's to fix: an argument (an ``--name`` that is not one folder name,
        ``--num-cpus 0``, more GPUs than the cluster has), a missing or unreadable file or folder,
        an unknown task or a missing dataset (also for runs on Ray), an output that exists
-       already (the dashboard without ``--overwrite`` too) or cannot be written, a storage
-       location that cannot be used; a search whose experiment another driver runs (its lock),
-       a ``--resume`` whose flags differ from the experiment's, whose ``experiment.json`` or Ray
-       state is missing, truncated or corrupt, or whose trials do not match it; a checkpoint or
-       shared pretrained model that does not load as tensors (never unpickled). All refused
-       before any work starts, in one line naming the problem and the fix (docs/reliability.md).
+       already (the dashboard without ``--overwrite`` too), cannot be written or is one of the
+       command's inputs (also with ``--overwrite``), a storage location that cannot be used; a
+       feature or decoded-image cache whose checksum or contents do not match (damaged: rebuild
+       it); a search whose experiment another driver runs (its lock), a ``--resume`` whose flags
+       differ from the experiment's, whose ``experiment.json`` or Ray state is missing, truncated
+       or corrupt, or whose trials do not match it; a torch file (checkpoint, shared pretrained
+       model, ``--save-model`` file, cache) that does not load as tensors (never unpickled). All
+       refused before any work starts, in one line naming the problem and the fix
+       (docs/reliability.md).
  3     no usable result: the command ran but nothing counts (search: every trial errored or
        diverged).
  4     an external service failed while the command worked: a download or its verification

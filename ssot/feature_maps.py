@@ -25,6 +25,7 @@ import torch
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.data.safe_load import load_dict
 from ssot.errors import SSOTError
 
 #: The two models a model file holds, in drawing order.
@@ -41,13 +42,18 @@ def save_models(path: str | Path, config: SSOTConfig, source_only: dict[str, Any
 
 
 def load_models(path: str | Path) -> dict[str, Any]:
-    """Read a model file written by :func:`save_models` (one line naming the problem otherwise)."""
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError) as exc:
-        raise SSOTError(f"The model file {path} cannot be read ({type(exc).__name__}). Write one with python -m ssot.train --save-model.") from None
-    if not isinstance(state, dict) or not {"config", *MODEL_NAMES} <= set(state):
-        raise SSOTError(f"{path} is not a model file of python -m ssot.train --save-model.")
+    """Read a model file written by :func:`save_models`, safely (:func:`ssot.data.safe_load.load_dict`:
+    tensors and plain types only); one line naming the problem otherwise."""
+    fix = "Pass a model file written by `python -m ssot.train --save-model FILE`."
+    state = load_dict(path, f"The model file {path}", fix)
+    if not {"config", *MODEL_NAMES} <= set(state):
+        raise SSOTError(f"{path} is not a model file of python -m ssot.train --save-model (it lacks "
+                        f"{', '.join(sorted({'config', *MODEL_NAMES} - set(state)))}). {fix}")
+    for name in MODEL_NAMES:
+        part = state[name]
+        if not isinstance(part, dict) or not all(isinstance(part.get(k), dict) for k in ("f", "eta")):
+            raise SSOTError(f"{path} is not a model file of python -m ssot.train --save-model (its {name!r} model lacks "
+                            f"the 'f' and 'eta' weights). {fix}")
     return state
 
 
@@ -76,7 +82,12 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
     domain = torch.cat([torch.zeros(len(src), dtype=torch.long), torch.ones(len(tgt), dtype=torch.long)])
     feats = {}
     for name in MODEL_NAMES:
-        trainer.f.load_state_dict(state[name]["f"]); trainer.eta.load_state_dict(state[name]["eta"])
+        try:
+            trainer.f.load_state_dict(state[name]["f"]); trainer.eta.load_state_dict(state[name]["eta"])
+        except RuntimeError as exc:  # missing or unexpected weights, other shapes
+            first = " ".join(str(exc).split())[:160]
+            raise SSOTError(f"The {name} model of {path} does not fit the network of its config ({first}). Pass a model "
+                            "file written by `python -m ssot.train --save-model FILE`.") from None
         trainer.f.eval()
         with torch.no_grad():
             feats[name] = torch.cat([torch.cat([trainer.f(x) for x, _ in trainer.eval_batches(ds)]) for ds in (src, tgt)]).numpy()
@@ -114,7 +125,7 @@ def feature_maps(args: argparse.Namespace) -> int:
     """The command's work: check the output, compute both models' features, embed them, write the file."""
     if args.out.suffix != ".npz":
         raise SSOTError(f"The '--out' argument must end in .npz. Got {args.out.name!r} instead.")
-    cli.check_output(args.out, "--out", folder=False)
+    cli.check_output(args.out, "--out", folder=False, inputs=[args.model])
     if args.per_domain < 5:
         raise SSOTError(f"The '--per-domain' argument must be an int in [5, inf). Got {args.per_domain} instead.")
     data = model_features(args.model, args.per_domain, args.seed)

@@ -43,8 +43,8 @@ from torch.utils.data import DataLoader, Dataset
 
 from ssot import cli
 from ssot.config import SSOTConfig
-from ssot.data.features import ENCODERS
 from ssot.data.base import usable_workers
+from ssot.data.features import ENCODERS, hash_tensor
 from ssot.errors import ConfigError, SSOTError
 
 
@@ -53,9 +53,7 @@ def weights_checksum(module: torch.nn.Module) -> str:
     give the same checksum whether they came from a file or from a seeded initialisation."""
     h = hashlib.sha256()
     for name, tensor in module.state_dict().items():
-        t = tensor.detach().cpu().contiguous()
-        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        hash_tensor(h, name, tensor)
     return h.hexdigest()
 
 
@@ -111,7 +109,7 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
     """
     from ssot.data import build_task
     from ssot.data.features import save_feature_cache
-    from ssot.trainer import seed_everything, dataset_labels, resolve_device
+    from ssot.trainer import dataset_labels, resolve_device, seed_everything
 
     out = Path(out)
     if out.exists():
@@ -167,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def features(args: argparse.Namespace) -> int:
     """The command's work: check the output, encode the task, write the cache."""
-    cli.check_output(args.out, "--out", folder=False)
+    cli.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, args.image_cache,
+                                                                          args.features_path) if p])
     config = cli.config_from_args(args)
     meta = build_feature_cache(config, args.out, views=args.views, encoder=args.encoder, progress=not args.quiet)
     stage = meta["encoder"] + (f", seed {config.seed}, source-only target_acc {meta['source_only_target_acc']:.4f}"

@@ -76,7 +76,15 @@ def build_backbone(config: SSOTConfig, input_dim: int | None = None) -> tuple[nn
     net = resnet50(weights=None)
     if config.pretrained:
         path = find_resnet50_weights(config.pretrained_path)
-        net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        from ssot.data.safe_load import load_dict
+
+        fix = f"Download {RESNET50_URL} again, or pass --pretrained-path FILE (a state dict of torchvision's resnet50)."
+        state = load_dict(path, f"ImageNet ResNet-50 weights {path}", fix, error=ConfigError)
+        try:
+            net.load_state_dict(state)
+        except RuntimeError as exc:  # another network's weights: missing or unexpected keys, other shapes
+            first = " ".join(str(exc).split())[:160]
+            raise ConfigError(f"ImageNet ResNet-50 weights {path} do not fit torchvision's resnet50 ({first}). {fix}") from None
     net.fc = nn.Identity()
     return net, 2048
 

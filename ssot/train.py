@@ -47,10 +47,14 @@ def train(args: argparse.Namespace) -> int:
     from ssot.trainer import Trainer
 
     cli.check_seeds(args.seeds)
+    inputs = [p for p in (args.config, args.features_path, args.image_cache, args.pretrained_path) if p]
     if args.out is not None:
-        cli.check_output(args.out, "--out", folder=False)
+        cli.check_output(args.out, "--out", folder=False, inputs=inputs)
     if args.save_model is not None:
-        cli.check_output(args.save_model, "--save-model", folder=False)
+        cli.check_output(args.save_model, "--save-model", folder=False, inputs=inputs)
+        if args.out is not None and Path(args.save_model).expanduser().resolve() == Path(args.out).expanduser().resolve():
+            raise SSOTError(f"--save-model {args.save_model} is also --out: the run record and the model would be one file. "
+                            "Choose another --save-model.")
         if args.seeds and len(args.seeds) > 1:
             raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
     config = cli.config_from_args(args)

@@ -31,7 +31,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-
 from ssot import cli
 from ssot.errors import ResultsError, one_line
 from ssot.results import storage
@@ -77,7 +76,7 @@ def confirm(args: argparse.Namespace) -> int:
     _rule(args)  # the racing flags, refused before any work
     candidates = confirmation.gather_candidates(args.results_dir, args.top,
                                                 lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
-    cli.check_output(out, "--out", folder=True,
+    cli.check_output(out, "--out", folder=True, inputs=storage.experiment_inputs(args.results_dir),
                      new=[p.name for p in confirmation.output_paths(out, sorted({c.task for c in candidates}))])
 
     def runs(pairs: Sequence[tuple[confirmation.Candidate, int]]) -> dict:

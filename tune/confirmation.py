@@ -47,7 +47,7 @@ from ssot.cli import check_output
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished, read_experiment
-from ssot.results.markdown import markdown_table
+from ssot.results.markdown import bold, markdown_table
 from ssot.results.metrics import metric
 from ssot.results.record import RunRecord, mean_std
 from tune import racing
@@ -232,7 +232,7 @@ def to_markdown(table: pd.DataFrame) -> str:
         pick = f"confirmed (P(best) = {row['p_best']:.2f})" if row["confirmed"] else ""
         cells = [row["task"], str(row["search_rank"]), row["trial_id"], *(f"{row[p]:.4g}" for p in params),
                  f"{_fmt(row['search_value'], row['metric'])}{unit} (seed {row['search_seed']})",
-                 f"**{mean_std}**" if row["confirmed"] else mean_std, row["seeds"],
+                 bold(mean_std) if row["confirmed"] else mean_std, row["seeds"],
                  *([row["race"]] if raced else []), pick]
         rows.append(cells)
     return markdown_table(header, rows, "lll" + "r" * (len(params) + 2) + "l" * (int(raced) + 1))

@@ -18,7 +18,9 @@ whose best trial has the highest final-epoch ``target_acc`` is chosen (ties: the
 path order). Experiments still running, or whose files are unreadable, are skipped with a
 one-line warning, as is one whose ``trials.csv`` no longer names the best trial that
 ``experiment.json`` recorded (rows lost or changed); the problems the reader worked around in the
-experiments used (e.g. malformed rows dropped) are printed one line each, like the dashboard's. Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
+experiments used (e.g. malformed rows dropped), and those of a skipped experiment's ``trials.csv``,
+are printed one line each, like the dashboard's. ``--out`` is never one of the files read (an experiment's ``best_config.json``
+reached through a symlink, even with ``--overwrite``). Existing files in CONFIG_DIR are never replaced unless ``--overwrite`` is given.
 """
 from __future__ import annotations
 
@@ -29,12 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError, SSOTError, one_line
 from ssot.results import storage
-from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, Experiment, check_finished, read_experiment
+from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, TRIALS_FILE, Experiment, check_finished, read_experiment
 
 __all__ = ["ExportCandidate", "Exported", "ExportReport", "read_candidates", "load_experiment", "choose_per_task",
            "export_best_configs", "main"]
@@ -78,7 +79,7 @@ class ExportReport:
 
     exported: list[Exported] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # the reader's problems of the experiments used
+    problems: list[str] = field(default_factory=list)  # the reader's problems (used experiments; skipped ones' trials.csv)
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -169,7 +170,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         If no experiment is found, none is finished and readable, or a target file exists and
         ``overwrite`` is false (checked before anything is written).
     """
-    cli.check_output(config_dir, "--out", folder=True)
+    inputs = storage.experiment_inputs(results_dir)
+    cli.check_output(config_dir, "--out", folder=True, inputs=inputs)
     report = ExportReport()
     found = read_candidates(results_dir)
     loaded = []
@@ -178,8 +180,11 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
             loaded.append(load_experiment(experiment))
         except ResultsError as exc:
             report.skipped.append(f"warning: skipped {experiment.path}: {exc}")
-            if warn is not None:
-                warn(report.skipped[-1])
+            # the problems of its trials.csv, which the skip may be due to (rows lost or changed)
+            shown = [str(p) for p in experiment.problems if Path(str(p.path)).name == TRIALS_FILE]
+            report.problems.extend(shown)
+            for line in [report.skipped[-1], *shown] if warn is not None else ():
+                warn(line)
         else:  # what the reader worked around in a used experiment (e.g. rows of a truncated trials.csv)
             report.problems.extend(str(p) for p in experiment.problems)
             for problem in experiment.problems if warn is not None else ():
@@ -189,9 +194,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     chosen = choose_per_task(loaded)
     config_dir = Path(config_dir)
     targets = {task: config_dir / f"{task}.json" for task in chosen}
-    if not overwrite:
-        cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()],
-                         hint="pass --overwrite to replace it or choose another --out")
+    cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()], exists_ok=overwrite,
+                     hint="pass --overwrite to replace it or choose another --out", inputs=inputs)
     config_dir.mkdir(parents=True, exist_ok=True)
     for task, (experiment, n) in chosen.items():
         experiment.config.to_json(targets[task])

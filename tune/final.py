@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-
 from ssot import cli
 from ssot.config import RUNTIME_FIELDS, SSOTConfig
 from ssot.errors import ResultsError, SSOTError
@@ -284,9 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
 def final(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, train or reuse every (config, seed), write the table."""
     cli.check_seeds(args.seeds)
-    cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)])
+    collected = collect_configs(args.configs)
+    cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)],
+                     inputs=[*(f for f, _ in collected), *(args.features or [])])
     caches = feature_caches(args.features) if args.features else None
-    configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collect_configs(args.configs)]
+    configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collected]
     records = run_all(configs, args.seeds, args.out)
     table = results_table(records)
     csv_path, md_path = write_results(table, args.out)

@@ -27,7 +27,8 @@ from ray import tune
 
 from ssot.config import CONFIG_FIELDS, TASK_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
-from ssot.errors import DivergedError, SSOTError
+from ssot.data.safe_load import load_dict
+from ssot.errors import DivergedError
 from ssot.results import storage
 from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
 from ssot.trainer import Trainer
@@ -146,8 +147,8 @@ def pretrained_path(cache_dir: str, config: SSOTConfig) -> str:
 
 def load_state(data: bytes, what: str, device: Any = "cpu") -> dict[str, Any]:
     """A trainer state (a checkpoint or a pretrained model) from the bytes of its file, loaded
-    with ``torch.load(weights_only=True)``: tensors and plain types only, so a file planted in a
-    shared store can never run code here.
+    safely (:func:`ssot.data.safe_load.load_dict`: tensors and plain types only, so a file planted
+    in a shared store can never run code here).
 
     Raises
     ------
@@ -155,15 +156,8 @@ def load_state(data: bytes, what: str, device: Any = "cpu") -> dict[str, Any]:
         Naming ``what``, when the file is not such a state (torn, planted, or written by a
         version that pickled other objects): delete it to recompute it.
     """
-    try:
-        state = torch.load(io.BytesIO(data), map_location=device, weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - UnpicklingError, RuntimeError (not a zip), EOFError...
-        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise SSOTError(f"{what} cannot be loaded safely (tensors and plain types only; {type(exc).__name__}: {reason}). "
-                        "It was not written by this version of the search: delete it to recompute it.") from None
-    if not isinstance(state, dict):
-        raise SSOTError(f"{what} holds a {type(state).__name__}, not a trainer state: delete it to recompute it.")
-    return state
+    return load_dict(data, what, "It was not written by this version of the search: delete it to recompute it.",
+                     map_location=device)
 
 
 def trial_dirname(trial: Any) -> str:

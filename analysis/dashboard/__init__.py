@@ -9,6 +9,7 @@ is its command.
 """
 
 from analysis.dashboard.images import export_images
-from analysis.dashboard.page import DASHBOARD_FILE, FIGURES_DIR, DashboardResult, build_dashboard, output_paths
+from analysis.dashboard.page import DASHBOARD_FILE, FIGURES_DIR, DashboardResult, build_dashboard, input_paths, output_paths
 
-__all__ = ["DASHBOARD_FILE", "FIGURES_DIR", "DashboardResult", "build_dashboard", "export_images", "output_paths"]
+__all__ = ["DASHBOARD_FILE", "FIGURES_DIR", "DashboardResult", "build_dashboard", "export_images", "input_paths",
+           "output_paths"]

@@ -45,6 +45,7 @@ from analysis.data.bins import Bins
 from analysis.data.experiments import AnalysisError, Experiment, NoExperimentsError, load_experiments
 from analysis.data.frames import MODE_LABELS, best_trial, cross_task_table, trial_table
 from analysis.data.importance import MIN_TRIALS
+from analysis.data.paper_runs import paper_input_paths
 from analysis.data.views import View
 from ssot.results import metrics, storage
 from ssot.results.experiment import Problem
@@ -321,6 +322,17 @@ def output_paths(root: str | os.PathLike[str], out: str | os.PathLike[str] | Non
         raise AnalysisError(f"The results {root} are not a local folder: pass --out, the local HTML file to write.")
     base = Path(out).parent if storage.is_uri(root) else Path(root)
     return (Path(out) if out else base / DASHBOARD_FILE), (Path(figures_dir) if figures_dir else base / FIGURES_DIR)
+
+
+def input_paths(root: str | os.PathLike[str], paper_csv: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Every local file :func:`build_dashboard` reads: the experiments' files under a local
+    ``root`` (:func:`ssot.results.storage.experiment_inputs`), the run records and t-SNE files
+    of its paper section (:func:`analysis.data.paper_runs.paper_input_paths`) and ``paper_csv``.
+    What the command's outputs may never be."""
+    found = [Path(paper_csv)] if paper_csv else []
+    if storage.is_uri(root):
+        return found
+    return [*storage.experiment_inputs(root), *paper_input_paths(root), *found]
 
 
 def build_dashboard(

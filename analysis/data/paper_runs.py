@@ -35,7 +35,7 @@ from ssot.results.record import read_record as read_run_record
 
 __all__ = ["FigureError", "read_record", "has_class_weights", "estimated_proportions", "ClassWeightInfo",
            "class_weight_info", "SolverCurve", "SOLVER_LABELS", "solver_info", "FEATURE_MAP_KEYS",
-           "read_feature_map", "FeaturePanel", "feature_map_panels", "PaperInputs", "find_paper_inputs"]
+           "read_feature_map", "FeaturePanel", "feature_map_panels", "PaperInputs", "find_paper_inputs", "paper_input_paths"]
 
 Record = Mapping[str, Any]
 
@@ -255,6 +255,19 @@ class PaperInputs:
         return bool(self.records or self.feature_maps)
 
 
+def _candidates(root: Path) -> tuple[list[Path], list[Path], list[Path]]:
+    """The files :func:`find_paper_inputs` opens under ``root``: JSON files in ``runs`` folders,
+    JSON files directly in ``root``, ``.npz`` files (each sorted)."""
+    return sorted(root.rglob(f"{RUNS_DIR}/*.json")), sorted(root.glob("*.json")), sorted(root.rglob("*.npz"))
+
+
+def paper_input_paths(root: str | Path) -> list[Path]:
+    """Every file :func:`find_paper_inputs` reads under ``root`` (none when it is not a folder):
+    what a command that draws them may never write over."""
+    root = Path(root)
+    return [p for group in _candidates(root) for p in group] if root.is_dir() else []
+
+
 def find_paper_inputs(root: str | Path) -> PaperInputs:
     """Run records and t-SNE files under ``root`` (see :class:`PaperInputs`), sorted by path.
 
@@ -267,12 +280,13 @@ def find_paper_inputs(root: str | Path) -> PaperInputs:
     problems: list[Problem] = []
     if not root.is_dir():
         return PaperInputs({}, {}, [])
-    for path in sorted(root.rglob(f"{RUNS_DIR}/*.json")):
+    in_runs, in_root, maps_found = _candidates(root)
+    for path in in_runs:
         try:
             records[path] = read_record(path)
         except FigureError as exc:
             problems.append(Problem(path, str(exc)))
-    for path in sorted(root.glob("*.json")):
+    for path in in_root:
         try:
             record = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -280,7 +294,7 @@ def find_paper_inputs(root: str | Path) -> PaperInputs:
         if is_run_record(record):
             records[path] = record
     maps: dict[Path, dict[str, np.ndarray]] = {}
-    for path in sorted(root.rglob("*.npz")):
+    for path in maps_found:
         try:
             maps[path] = read_feature_map(path)
         except FigureError as exc:

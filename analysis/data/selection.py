@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ssot.results import storage
-from ssot.results.markdown import markdown_table
+from ssot.results.markdown import bold, markdown_table
 from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
 
 ORACLE = "target_acc"
@@ -273,7 +273,7 @@ def task_tables(summ: pd.DataFrame) -> str:
 
         body = [[v, cell(hp, v, "regret_median"), cell(hp, v, "regret_worst"), cell(hp, v, "spearman", "{:.2f}"),
                  cell(hp, v, "kendall", "{:.2f}"), cell(ep, v, "regret_median"), cell(ep, v, "regret_worst")] for v in order]
-        parts.append(f"**{task}** ({n} experiments; regret in points of target accuracy, median / worst over them)\n\n"
+        parts.append(f"{bold(task)} ({n} experiments; regret in points of target accuracy, median / worst over them)\n\n"
                      + markdown_table(["selector", "HP median", "HP worst", "HP Spearman", "HP Kendall", "epoch median",
                                        "epoch worst"], body, "lrrrrrr"))
     return "\n".join(parts)

@@ -11,8 +11,10 @@ or archive file, no direct link and no ``--archive``, a destination that already
 download or verification failed (network error, size or checksum mismatch, damaged archive).
 ``fetch`` runs the check of its dataset afterwards (unless ``--no-check``) and exits with its
 status. ``prepare`` writes a decoded-image cache (:mod:`ssot.data.decoded`; default location
-``$SSOT_CACHE_DIR/<task>-<size>.ssotimg``, else ``<data root>/decoded/<task>-<size>.ssotimg``),
-never over an existing file (status 2), and prints the flag that trains on it.
+``$SSOT_CACHE_DIR/<task>-<size>.ssotimg``, else ``<data root>/decoded/<task>-<size>.ssotimg``;
+``--out`` must end in ``.ssotimg``), never over an existing file (status 2), and prints the flag
+that trains on it; an embedded task (``P2H``) needs no cache and is refused with the command that
+trains on it.
 """
 from __future__ import annotations
 
@@ -54,11 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
     fetch.add_argument("--no-check", action="store_true", help="skip the check after unpacking")
     prepare.add_argument("--task", required=True, help="a task of the image benchmarks, e.g. A2W, P2I, Ar2Cl, S2R")
-    prepare.add_argument("--out", type=Path, default=None, help=f"the cache file (default: ${CACHE_DIR_ENV}/<task>-<size>"
-                         f"{SUFFIX}, else <data root>/decoded/<task>-<size>{SUFFIX})")
+    prepare.add_argument("--out", type=Path, default=None, help=f"the cache file, ending in {SUFFIX} (default: "
+                         f"${CACHE_DIR_ENV}/<task>-<size>{SUFFIX}, else <data root>/decoded/<task>-<size>{SUFFIX}); never "
+                         "overwritten")
     prepare.add_argument("--resize-size", type=int, default=256, help="side of the stored square images: the config's "
                          "resize_size (default 256)")
-    prepare.add_argument("--workers", type=int, default=None, help="decoding processes (default: the usable CPUs)")
+    prepare.add_argument("--workers", type=int, default=None, help="decoding processes, >= 1 (default: the usable CPUs)")
     prepare.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -102,7 +105,7 @@ def _prepare(args: argparse.Namespace) -> int:
     from ssot.data.decoded import open_cache, prepare
 
     start = time.perf_counter()
-    workers = usable_workers(64) if args.workers is None else max(1, args.workers)
+    workers = usable_workers(64) if args.workers is None else args.workers
     out = prepare(args.task, args.data_root, args.out, resize_size=args.resize_size, workers=workers,
                   progress=not args.no_progress)
     cache = open_cache(out, _task_name(args.task), args.resize_size)

@@ -30,8 +30,9 @@ keeps only the samples of the dataset's partial target classes.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from PIL import Image
@@ -40,8 +41,7 @@ from torchvision import transforms as T
 
 from ssot.data.augment import IMAGENET_MEAN, IMAGENET_STD
 from ssot.data.base import TaskData
-from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
-    IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders)
+from ssot.data.layouts import IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders  # noqa: F401  (re-exported: the loaders' public names)
 from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
 from ssot.errors import ConfigError, DataError
 
@@ -143,7 +143,8 @@ def benchmark_task(name: str) -> TaskSpec:
     spec_task = task(name)
     if not spec_task.spec.on_disk:
         raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
-                          f"({', '.join(BENCHMARKS)}); build it with ssot.data.build_task.")
+                          f"({', '.join(BENCHMARKS)}): its images are built in memory, so it needs no data root and no "
+                          f"decoded-image cache. Train on it as it is: `python -m ssot.train --task {spec_task.name}`.")
     return spec_task
 
 

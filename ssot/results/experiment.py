@@ -369,7 +369,10 @@ def check_finished(experiment: Experiment) -> Experiment:
     recorded, best = meta.get("best_trial"), trial_model.best_trial(experiment.trial_table(), experiment.metric)
     if recorded is not None and experiment.trials is not None and (best is None or str(best["trial_id"]) != str(recorded)):
         found = "no trial" if best is None else f"trial {best['trial_id']}"
+        read = [p for p in experiment.problems if Path(str(p.path)).name == TRIALS_FILE]
+        seen = (f"{len(read)} problem(s) reading it, the first: {read[0].message.rstrip('.')}" if read
+                else "every row reads, so rows were changed or removed whole")
         raise ResultsError(f"{Path(str(experiment.path)) / TRIALS_FILE} gives the best trial as {found} but "
                            f"{EXPERIMENT_FILE} recorded trial {recorded}: rows of {TRIALS_FILE} were lost or changed "
-                           f"(see its warnings), so its best config cannot be trusted")
+                           f"({seen}), so its best config cannot be trusted")
     return experiment

@@ -47,3 +47,54 @@ def test_screens_without_a_reference_are_refused_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and "--configs-from, or pass --reference" in err[0]
     write_pair(tmp_path / "other", 0, [0.2, 0.4, 0.3])
     assert main([str(tmp_path / "plain"), "--reference", str(tmp_path / "other" / "e2e" / "seed0" / "P2H")]) == 0
+
+
+def test_names_are_escaped_in_the_markdown(tmp_path, capsys):
+    """Defect 6 of the second audit: experiment names went into proxy.md as they were, so a name
+    holding HTML was raw HTML in the page a Markdown viewer shows."""
+    name = "<img src=x onerror=alert(1)>|*a*_b_"
+    reference = tmp_path / "e2e" / "P2H"
+    write_experiment(reference, [r for i, a in enumerate(TRUE) for r in trial_rows("P2H", "random", f"r{i}", config(i), [a], "completed")],
+                     task="P2H", search="random", space=TPE_SPACE, max_epochs=1, name=name)
+    write_experiment(tmp_path / "screens" / "P2H",
+                     [r for i, a in enumerate([0.2, 0.4, 0.3]) for r in trial_rows("P2H", "tpe", f"p00-m{i:02d}-x", config(i), [a], "completed")],
+                     task="P2H", search="tpe", space=TPE_SPACE, max_epochs=1, name="[link](http://x)",
+                     extra={"configs_from": {"path": str(reference)}})
+    assert main([str(tmp_path / "screens"), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "proxy.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| P2H |"))
+    assert "<" not in text and "](" not in text.replace("\\](", "")
+    assert row.startswith("| P2H | \\[link\\](http://x) | &lt;img src=x onerror=alert(1)&gt;\\|\\*a\\*\\_b\\_ | 3 |")
+    assert row.count(" | ") == len(text.splitlines()[0].split(" | ")) - 1  # no extra column
+    assert pd.read_csv(tmp_path / "out" / "proxy.csv")["reference"][0] == name  # the data keep the name as it is
+    capsys.readouterr()
+
+
+def test_the_plausible_mistakes_are_refused_in_one_line(tmp_path, capsys):
+    """A missing or wrong SCREENS or --reference, a screen whose recorded search moved, --k 0,
+    an --out in the way: one line each, exit status 2, nothing written."""
+    import json
+
+    write_pair(tmp_path, 0, [0.2, 0.4, 0.3])
+    (tmp_path / "afile").write_text("x")
+    screens = str(tmp_path / "screens")
+    cases = {
+        (str(tmp_path / "nope"),): f"The results folder {tmp_path / 'nope'} does not exist or is not a folder",
+        (screens, "--reference", str(tmp_path / "nope")): f"--reference {tmp_path / 'nope'} is not a folder. Pass the task folder",
+        (screens, "--reference", str(tmp_path)): "must be one readable experiment (the task folder of a search); found 2",
+        (screens, "--k", "0"): "The '--k' argument must hold ints >= 1. Got 0 instead.",
+        (screens, "--out", str(tmp_path / "afile")): "is a file, not a folder",
+        (str(tmp_path / "e2e"),): "records the search it replayed; run tune/search.py with --configs-from, or pass --reference",
+    }
+    meta = tmp_path / "screens" / "seed0" / "P2H" / "experiment.json"
+    for argv, message in cases.items():
+        assert main(list(argv)) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+    recorded = json.loads(meta.read_text())
+    recorded["configs_from"]["path"] = str(tmp_path / "moved")
+    meta.write_text(json.dumps(recorded))
+    assert main([screens]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: The search {tmp_path / 'moved'} that the screen {meta.parent} replayed") and "--reference" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "e2e", "screens"]

@@ -65,7 +65,7 @@ def test_existing_or_unusable_outputs_are_refused_before_any_work(tmp_path: Path
     trials = write_edge_tpe(results / "exp" / "A2D") / "trials.csv"
     before = trials.read_bytes()
     assert sensitivity.main([str(results), "--no-images", "--out", str(trials)]) == 2
-    assert trials.read_bytes() == before and "already exists; pass --overwrite" in capsys.readouterr().err
+    assert trials.read_bytes() == before and "is one of the command's inputs" in capsys.readouterr().err
     for figures in (a_file / "figs", a_file):  # under a regular file; a regular file
         assert sensitivity.main([str(results), "--out", str(tmp_path / "d.html"), "--figures-dir", str(figures)]) == 2
         err = capsys.readouterr().err
@@ -79,6 +79,43 @@ def test_existing_or_unusable_outputs_are_refused_before_any_work(tmp_path: Path
     assert sensitivity.main([str(results), "--no-images"]) == 0  # the default results/dashboard.html
     assert sensitivity.main([str(results), "--no-images"]) == 2 and "pass --overwrite" in capsys.readouterr().err
     assert sensitivity.main([str(results), "--no-images", "--overwrite"]) == 0
+
+
+def test_an_output_is_never_one_of_the_inputs_even_with_overwrite(tmp_path: Path, capsys) -> None:
+    """The second audit: ``--overwrite --out <experiment>/trials.csv`` replaced the search's
+    trials.csv with the HTML page. Whatever path leads to an input (itself, a symlink, ``..``, a
+    hard link, the paper's CSV, a run record), the command refuses it before any work."""
+    from analysis import sensitivity
+    from tests.fixtures.experiments import write_edge_tpe
+
+    results = tmp_path / "results"
+    experiment = write_edge_tpe(results / "exp" / "A2D")
+    (results / "runs").mkdir()
+    record = results / "runs" / "digits_seed0.json"
+    record.write_text("{}")
+    paper_csv = tmp_path / "paper.csv"
+    paper_csv.write_text("task,acc\n")
+    (tmp_path / "link.html").symlink_to(experiment / "trials.csv")
+    os.link(experiment / "experiment.json", tmp_path / "hard.html")
+    before = {p: p.read_bytes() for p in (*experiment.iterdir(), record, paper_csv)}
+    outs = {
+        experiment / "trials.csv": experiment / "trials.csv",
+        results / "exp" / ".." / "exp" / "A2D" / "best_config.json": experiment / "best_config.json",
+        tmp_path / "link.html": experiment / "trials.csv",
+        tmp_path / "hard.html": experiment / "experiment.json",
+        record: record,
+        paper_csv: paper_csv,
+    }
+    for out, source in outs.items():
+        assert sensitivity.main([str(results), "--no-images", "--overwrite", "--out", str(out), "--paper-csv", str(paper_csv)]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"error: --out {out} is one of the command's inputs ({source}): an output never replaces what the "
+                       "command reads. Choose another --out.\n"), err
+    assert {p: p.read_bytes() for p in before} == before
+    # the figures folder may not hold an input either, once --overwrite lets it replace files there
+    assert sensitivity.main([str(results), "--overwrite", "--out", str(tmp_path / "d.html"), "--figures-dir", str(experiment)]) == 2
+    assert f"error: --figures-dir {experiment} holds {experiment}/" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in before} == before and not (tmp_path / "d.html").exists()
 
 
 def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: Path) -> None:

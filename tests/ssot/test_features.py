@@ -159,3 +159,39 @@ def test_search_and_final_runs_on_the_cache(a2w_cache, tmp_path):
     assert final_main([str(cfg), "--seeds", "0", "--features", str(out), "--out", str(tmp_path / "final")]) == 0
     record = json.loads((tmp_path / "final" / "runs" / "A2W_seed0.json").read_text())
     assert record["config"]["backbone"] == "features" and record["status"] == "completed"
+
+
+def test_the_cache_written_carries_the_checksum_of_its_contents(a2w_cache):
+    from ssot.data.features import CHECKSUM_KEY, content_checksum
+
+    _, out = a2w_cache
+    blob = torch.load(out, weights_only=True)
+    assert blob[CHECKSUM_KEY] == content_checksum(blob) and len(blob[CHECKSUM_KEY]) == 64
+    assert read_feature_cache(out)[CHECKSUM_KEY] == blob[CHECKSUM_KEY]
+
+
+def test_the_plausible_mistakes_are_refused_in_one_line_before_any_work(tmp_path, capsys):
+    """Unknown task, an --out that exists, is a folder, lies under a file or is the --config it
+    reads, a cache asked of a cache (--features), negative --views, an encoder that does not fit
+    the backbone, a missing config file, a task without its data root: one line, exit status 2."""
+    (tmp_path / "afile").write_text("x")
+    config = tmp_path / "cfg.json"
+    SSOTConfig.for_task("P2H").to_json(config)
+    out = str(tmp_path / "c.pt")
+    cases = {
+        ("--task", "P2X", "--out", out): "Unknown task 'P2X'. Valid tasks:",
+        ("--task", "P2H", "--out", str(tmp_path / "afile")): "already exists",
+        ("--task", "P2H", "--out", str(tmp_path)): "is a folder, not a file",
+        ("--task", "P2H", "--out", str(tmp_path / "afile" / "c.pt")): "cannot be created",
+        ("--config", str(config), "--out", str(config)): f"--out {config} is one of the command's inputs ({config})",
+        ("--task", "P2H", "--features", str(tmp_path / "afile"), "--out", out): "The 'backbone' parameter must be an image backbone",
+        ("--task", "P2H", "--views", "-1", "--out", out): "The 'views' parameter must be an int in [0, inf). Got -1 instead.",
+        ("--task", "P2H", "--encoder", "imagenet", "--out", out): "'imagenet' needs the resnet50 backbone",
+        ("--config", str(tmp_path / "missing.json"), "--out", out): "does not exist",
+        ("--task", "A2W", "--data-root", str(tmp_path / "none"), "--out", out): "does not exist or is not a folder",
+    }
+    for argv, message in cases.items():
+        assert main([*argv, "--quiet"]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, (argv, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "cfg.json"]

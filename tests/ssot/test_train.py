@@ -13,7 +13,6 @@ from tests.fixtures import REPO
 from tests.fixtures.images import make_office31
 
 
-
 def test_single_run_writes_the_run_record(quick_flags, tmp_path, capsys):
     out = tmp_path / "run.json"
     assert main(["--task", "digits", *quick_flags, "--lambda-ot", "0.5", "--out", str(out)]) == 0
@@ -96,3 +95,19 @@ def test_train_refuses_an_out_under_a_file_before_training(a_file):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "is a file, not a folder" in proc.stderr
     assert "source-only" not in proc.stdout  # refused before anything trained
+
+
+def test_an_output_that_is_an_input_or_the_other_output_is_refused_before_training(tmp_path, capsys):
+    """``--out`` over ``--config`` (a config file may be a run record), and ``--out`` and
+    ``--save-model`` naming one file (the model was written, then the record refused, after the
+    whole training): both refused in one line before any work."""
+    config = tmp_path / "run.json"
+    SSOTConfig.for_task("digits").to_json(config)
+    before = config.read_text()
+    assert main(["--config", str(config), "--out", str(config), "--quiet"]) == 2
+    assert f"--out {config} is one of the command's inputs ({config})" in capsys.readouterr().err
+    same = tmp_path / "same.pt"
+    assert main(["--task", "digits", "--out", str(same), "--save-model", str(tmp_path / "." / "same.pt"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --save-model") and "is also --out" in err and err.count("\n") == 1
+    assert config.read_text() == before and not same.exists()

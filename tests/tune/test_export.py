@@ -96,7 +96,25 @@ def test_export_names_the_problems_of_a_truncated_trials_csv(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert f"target_acc 0.9300 from {cut_elsewhere}" in out
     lines = err.strip().splitlines()
-    assert len(lines) == 2, lines
+    assert len(lines) == 3, lines
     assert lines[0].startswith(f"warning: skipped {cut_in_best}") and "gives the best trial as trial a" in lines[0]
-    assert lines[1] == (f"warning: {cut_elsewhere / 'trials.csv'}: 1 malformed row(s) dropped (trial c): the file is truncated, "
+    # the skip names what the reader found, and export prints it (the second audit: "see its warnings", none printed)
+    assert "(1 problem(s) reading it, the first: 1 malformed row(s) dropped (trial b)" in lines[0]
+    assert lines[1] == (f"warning: {cut_in_best / 'trials.csv'}: 1 malformed row(s) dropped (trial b): the file is truncated, "
                         "corrupt or still being written - the other rows are used")
+    assert lines[2] == (f"warning: {cut_elsewhere / 'trials.csv'}: 1 malformed row(s) dropped (trial c): the file is truncated, "
+                        "corrupt or still being written - the other rows are used")
+
+
+def test_export_never_writes_over_an_input_even_with_overwrite(searches, tmp_path, capsys):
+    """A config file of --out that is a symlink to an experiment's best_config.json would be
+    replaced through the link by --overwrite: refused before anything is written."""
+    best = Path(searches["best"]) / "best_config.json"
+    before = best.read_bytes()
+    out = tmp_path / "configs"
+    out.mkdir()
+    (out / "digits.json").symlink_to(best)
+    assert export.main([str(searches["root"]), "--out", str(out), "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"error: {out / 'digits.json'} (written into --out {out}) is one of the command's inputs ({best})")
+    assert best.read_bytes() == before

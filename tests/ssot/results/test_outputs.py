@@ -41,3 +41,45 @@ def test_the_location_is_tried_not_asked_about():
     """``os.access`` says yes for root even where nothing can be written; creating it says no."""
     with pytest.raises(SSOTError, match="--out /sys/ssot-check-output cannot be written"):
         check_output("/sys/ssot-check-output", "--out", folder=True)
+
+
+def test_an_output_is_never_one_of_the_inputs_whatever_path_leads_to_it(tmp_path):
+    """A file output, a file written into a folder output and a folder whose files may be
+    replaced: refused when they are an input, through a symlink (either side), ``..`` or a hard
+    link, with or without ``exists_ok`` (``--overwrite``)."""
+    data = tmp_path / "exp"
+    data.mkdir()
+    trials = data / "trials.csv"
+    trials.write_text("rows")
+    (tmp_path / "link.csv").symlink_to(trials)
+    (tmp_path / "input-link.csv").symlink_to(tmp_path / "out.html")
+    (tmp_path / "out.html").write_text("old page")
+    os.link(trials, tmp_path / "hard.csv")
+    cases = [  # (location, folder, new, inputs, exists_ok)
+        (trials, False, (), [trials], True),
+        (trials, False, (), [trials], False),
+        (tmp_path / "exp" / ".." / "exp" / "trials.csv", False, (), [trials], True),
+        (tmp_path / "link.csv", False, (), [trials], True),
+        (tmp_path / "out.html", False, (), [tmp_path / "input-link.csv"], True),
+        (tmp_path / "hard.csv", False, (), [trials], True),
+        (tmp_path / "exp", True, ["trials.csv"], [trials], True),
+    ]
+    for location, folder, new, inputs, exists_ok in cases:
+        with pytest.raises(SSOTError, match="is one of the command's inputs .*: an output never replaces what the command reads"):
+            check_output(location, "--out", folder=folder, new=new, inputs=inputs, exists_ok=exists_ok)
+    with pytest.raises(SSOTError, match=f"--figures-dir {data} holds {trials}, one of the command's inputs"):
+        check_output(data, "--figures-dir", folder=True, exists_ok=True, inputs=[trials])
+    assert trials.read_text() == "rows" and (tmp_path / "out.html").read_text() == "old page"
+    check_output(tmp_path / "out.html", "--out", folder=False, exists_ok=True, inputs=[trials])  # another file: fine
+    check_output(data, "--out", folder=True, new=["proxy.md"], inputs=[trials])  # a new file beside an input: fine
+
+
+def test_new_outputs_never_look_at_the_inputs(tmp_path):
+    """Every input exists, so an output that does not exist yet cannot be one: the inputs are not
+    even read (a command listing thousands of images pays nothing)."""
+    def inputs():
+        raise AssertionError("the inputs were read")
+        yield
+
+    check_output(tmp_path / "new.pt", "--out", folder=False, inputs=inputs())
+    check_output(tmp_path / "folder", "--out", folder=True, new=["a.csv"], inputs=inputs())
