@@ -36,8 +36,9 @@ def _label(param: str) -> str:
 
 
 def _esc(text: object) -> str:
-    """Text of the data (task names) inside Plotly's HTML-like labels."""
-    return html.escape(str(text))
+    """Text of the data (task names) inside Plotly's HTML-like labels (which decode ``&lt;``,
+    ``&gt;`` and ``&amp;``, not ``&quot;``)."""
+    return html.escape(str(text), quote=False)
 
 
 def importance_atlas_figure(frame: pd.DataFrame, title: str = "") -> go.Figure:

@@ -47,6 +47,11 @@ def _label(param: str) -> str:
     return "whole config" if param == ALL else MPL_PARAM_LABELS.get(param, param)
 
 
+def _text(name: object) -> str:
+    """A task name as matplotlib text (a ``$`` would start mathtext)."""
+    return str(name).replace("$", r"\$")
+
+
 def _empty(figure: Figure, message: str) -> Figure:
     ax = figure.add_subplot()
     ax.axis("off")
@@ -58,7 +63,7 @@ def importance_atlas_figure_mpl(frame: pd.DataFrame, title: str = "") -> Figure:
     """Importance per task (points) and its spread over tasks (boxes), one panel per evaluator."""
     figure = _figure(9.0, 4.6)
     tasks = list(dict.fromkeys(frame["task"]))
-    counts = ", ".join(f"{t} {int(frame.loc[frame['task'] == t, 'n_trials'].max())}" for t in tasks)
+    counts = ", ".join(f"{_text(t)} {int(frame.loc[frame['task'] == t, 'n_trials'].max())}" for t in tasks)
     _titles(figure, title, f"distribution over {len(tasks)} tasks; trials per task: {counts}")
     fitted = frame.dropna(subset=["importance"])
     fitted = fitted[fitted["param"] != ""]
@@ -77,7 +82,7 @@ def importance_atlas_figure_mpl(frame: pd.DataFrame, title: str = "") -> Figure:
             mine = rows[rows["task"] == task].set_index("param")
             xs = [i + (index - (len(tasks) - 1) / 2) * 0.08 for i, p in enumerate(params) if p in mine.index]
             ys = [mine.loc[p, "importance"] for p in params if p in mine.index]
-            ax.scatter(xs, ys, color=task_color(index), s=22, zorder=3, label=task if ax is axes[0] else None)
+            ax.scatter(xs, ys, color=task_color(index), s=22, zorder=3, label=_text(task) if ax is axes[0] else None)
         ax.set_xticks(range(len(params)), [_label(p) for p in params])
         ax.set_title(rows["label"].iloc[0], fontsize=9)
         ax.set_ylim(0, 1.05)
@@ -108,7 +113,7 @@ def effects_figure_mpl(frame: pd.DataFrame, title: str = "") -> Figure:
             text = f"n={r['n']}" if math.isnan(r["rho"]) else f"{r['rho']:+.2f} {r['direction']}\nn={r['n']}"
             ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color="black")
     ax.set_xticks(range(len(params)), [_label(p) for p in params])
-    ax.set_yticks(range(len(tasks)), tasks)
+    ax.set_yticks(range(len(tasks)), [_text(t) for t in tasks])
     figure.colorbar(image, ax=ax).set_label("rho")
     return figure
 
@@ -116,7 +121,7 @@ def effects_figure_mpl(frame: pd.DataFrame, title: str = "") -> Figure:
 def tunability_figure_mpl(info: TunabilityInfo, reference: str = "shared", title: str = "") -> Figure:
     """Each task's loss (points, bootstrap interval) per hyperparameter and for the whole config."""
     figure = _figure(8.0, 4.6)
-    counts = ", ".join(f"{t} {info.n_trials[t]}" for t in info.tasks)
+    counts = ", ".join(f"{_text(t)} {info.n_trials[t]}" for t in info.tasks)
     _titles(figure, title, f"surrogate per task, bootstrap {info.n_bootstrap}x over trials (95 %); trials per task: {counts}; "
                            "1 seed per trial")
     rows = info.table[info.table["reference"] == reference] if not info.table.empty else info.table
@@ -129,7 +134,7 @@ def tunability_figure_mpl(info: TunabilityInfo, reference: str = "shared", title
         mine = rows[rows["task"] == task].set_index("param").loc[params]
         xs = np.arange(len(params)) + (index - (len(info.tasks) - 1) / 2) * 0.12
         ax.errorbar(xs, mine["loss"], yerr=[(mine["loss"] - mine["low"]).clip(lower=0), (mine["high"] - mine["loss"]).clip(lower=0)], fmt="o",
-                    color=task_color(index), capsize=3, label=task)
+                    color=task_color(index), capsize=3, label=_text(task))
     ax.set_xticks(range(len(params)), [_label(p) for p in params])
     ax.set_ylabel("accuracy lost (points)")
     ax.set_ylim(bottom=0)
@@ -153,8 +158,8 @@ def transfer_figure_mpl(info: TransferInfo, title: str = "") -> Figure:
             if not np.isnan(info.loss[i, j]):
                 ax.text(j, i, f"{info.loss[i, j]:.1f} ± {info.loss_std[i, j]:.1f}\nn={int(info.n_seeds[i, j])}", ha="center",
                         va="center", fontsize=7.5)
-    ax.set_xticks(range(len(info.targets)), info.targets)
-    ax.set_yticks(range(len(info.sources)), info.sources)
+    ax.set_xticks(range(len(info.targets)), [_text(t) for t in info.targets])
+    ax.set_yticks(range(len(info.sources)), [_text(s) for s in info.sources])
     ax.set_xlabel("run on task")
     ax.set_ylabel("best config of")
     figure.colorbar(image, ax=ax).set_label("loss (points)")
@@ -176,7 +181,7 @@ def rungs_figure_mpl(frame: pd.DataFrame, title: str = "") -> Figure:
             continue
         ax.errorbar(mine["rung"], mine["rho"], yerr=[(mine["rho"] - mine["low"]).clip(lower=0), (mine["high"] - mine["rho"]).clip(lower=0)],
                     fmt="-o",
-                    color=task_color(index), capsize=3, label=f"{task} (n={int(mine['n'].min())}-{int(mine['n'].max())})")
+                    color=task_color(index), capsize=3, label=f"{_text(task)} (n={int(mine['n'].min())}-{int(mine['n'].max())})")
     ax.axhline(VERY_STRONG, ls="--", color="#555", lw=1)
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlabel("rung (epoch)")
@@ -191,7 +196,7 @@ def coverage_figure_mpl(infos: Mapping[str, Sequence[CoverageInfo]], title: str 
     tasks = list(infos)
     params = list(dict.fromkeys(c.param for items in infos.values() for c in items))
     figure = _figure(2.2 + 2.4 * max(len(params), 1), 1.8 + 0.45 * max(len(tasks), 2))
-    counts = ", ".join(f"{t} {items[0].n if items else 0}" for t, items in infos.items())
+    counts = ", ".join(f"{_text(t)} {items[0].n if items else 0}" for t, items in infos.items())
     _titles(figure, title, f"every trial proposed (any status); trials per task: {counts}")
     if not params:
         return _empty(figure, "no searched hyperparameter")
@@ -217,7 +222,7 @@ def coverage_figure_mpl(infos: Mapping[str, Sequence[CoverageInfo]], title: str 
             elif info.bins.kind == "log":
                 ax.set_xscale("log")
             ax.set_title(_label(info.param), fontsize=9)
-    axes[0].set_yticks(range(len(tasks)), tasks)
+    axes[0].set_yticks(range(len(tasks)), [_text(t) for t in tasks])
     axes[0].invert_yaxis()
     if drawn is not None:
         figure.colorbar(drawn, ax=list(axes), fraction=0.02, pad=0.01).set_label("acc (%)")
