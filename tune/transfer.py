@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot import cli
-from ssot.config import SEARCHED_FIELDS, SSOTConfig
+from ssot.config import SEARCHED_FIELDS, SSOTConfig, defaults
 from ssot.errors import ResultsError, SSOTError
 from ssot.results import storage
 from ssot.results.experiment import Experiment
@@ -90,8 +90,7 @@ def sources_of(searches: Sequence[Experiment], include_default: bool = True) -> 
         fields = list(meta.get("space") or {}) or list(SEARCHED_FIELDS)
         out.append(Source(search.task, {f: getattr(best, f) for f in fields}, str(search.path), meta.get("best_trial")))
     if include_default:
-        defaults = SSOTConfig.__dataclass_fields__
-        out.append(Source(DEFAULT_SOURCE, {f: defaults[f].default for f in SEARCHED_FIELDS}))
+        out.append(Source(DEFAULT_SOURCE, defaults(SEARCHED_FIELDS)))
     return out
 
 

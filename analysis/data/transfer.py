@@ -107,9 +107,8 @@ def transfer_info(transfer: Transfer, searches: Mapping[str, object] | None = No
             n_seeds[i, j] = row["n_seeds"]
             own[j] = row["own_acc"]
     values = {s: dict(transfer.manifest["sources"][s].get("values", {})) for s in sources}
-    short = [p for p in transfer.problems]
-    if short:
-        notes.append(f"{len(short)} replay(s) missing or unreadable (an interrupted transfer? rerun tune/transfer.py "
+    if transfer.problems:
+        notes.append(f"{len(transfer.problems)} replay(s) missing or unreadable (an interrupted transfer? rerun tune/transfer.py "
                      "to continue); their cells rest on fewer seeds")
     return TransferInfo(transfer.path, sources, targets, loss, loss_std, acc, own, n_seeds, transfer.seeds, values,
                         notes, list(transfer.problems))

@@ -48,7 +48,6 @@ J. N. van Rijn, F. Hutter. "Hyperparameter Importance Across Datasets". KDD 2018
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +59,7 @@ from analysis.data.atlas import AtlasTask
 from analysis.data.frames import format_value
 from analysis.data.importance import MIN_TRIALS
 from analysis.data.surrogate import Axis, axes_of, features, fit_forest
-from ssot.config import SSOTConfig
+from ssot.config import defaults
 
 __all__ = ["ALL", "N_RANDOM", "N_PROFILE", "N_BOOTSTRAP", "REFERENCES", "Profile", "TunabilityInfo", "paper_default",
            "tunability_info"]
@@ -78,9 +77,8 @@ REFERENCES: tuple[str, ...] = ("shared", "default")
 
 
 def paper_default(params: Sequence[str]) -> dict[str, Any]:
-    """The paper's default value of each of ``params`` (the field defaults of :class:`ssot.config.SSOTConfig`)."""
-    defaults = {f.name: f.default for f in dataclasses.fields(SSOTConfig)}
-    return {p: defaults[p] for p in params if p in defaults}
+    """The paper's default value of each of ``params`` that is a config field (:func:`ssot.config.defaults`)."""
+    return defaults(list(params))
 
 
 @dataclass(frozen=True)
@@ -173,14 +171,14 @@ class _Setup:
     default_index: list[int]  # index of the default in each grid
 
 
-def _setup(tasks: Sequence[AtlasTask], defaults: Mapping[str, Any], seed: int) -> _Setup:
+def _setup(tasks: Sequence[AtlasTask], reference: Mapping[str, Any], seed: int) -> _Setup:
     space = tasks[0].space
     pooled = pd.concat([t.results for t in tasks], ignore_index=True)
-    axes = {p: a for p, a in axes_of(pooled, space).items() if p in defaults}
+    axes = {p: a for p, a in axes_of(pooled, space).items() if p in reference}
     observed = features(pooled, axes)
     rng = np.random.default_rng(seed)
     drawn = np.column_stack([axis.sample(rng, N_RANDOM) for axis in axes.values()])
-    default_row = np.array([[_default_code(axes[p], defaults[p]) for p in axes]])
+    default_row = np.array([[_default_code(axes[p], reference[p]) for p in axes]])
     candidates = np.unique(np.vstack([observed, drawn]), axis=0)
     grids, default_index = [], []
     for column, axis in enumerate(axes.values()):
@@ -277,8 +275,7 @@ def tunability_info(tasks: Sequence[AtlasTask], *, n_bootstrap: int = N_BOOTSTRA
     if len(fitted) < 2:
         info.notes.append(f"tunability needs at least 2 tasks with {MIN_TRIALS} trials; this group has {len(fitted)}")
         return info
-    defaults = paper_default(params)
-    setup = _setup(fitted, defaults, seed)
+    setup = _setup(fitted, paper_default(params), seed)
     if not setup.axes:
         info.notes.append("no hyperparameter varies in this group")
         return info
