@@ -51,7 +51,7 @@ from ssot.results.experiment import Problem
 from ssot.results.searches import choose_searches
 from ssot.results.transfer import Transfer
 
-__all__ = ["ATLAS_FILE", "ATLAS_FIGURES_DIR", "AtlasSection", "AtlasResult", "atlas_section", "dashboard_atlas",
+__all__ = ["ATLAS_FILE", "ATLAS_FIGURES_DIR", "DASHBOARD_BOOTSTRAP", "AtlasSection", "AtlasResult", "atlas_section", "dashboard_atlas",
            "build_atlas_page", "static_names"]
 
 ATLAS_FILE = "atlas.html"
@@ -61,6 +61,10 @@ STATIC_STEMS: tuple[str, ...] = ("atlas__importance__{group}", "atlas__effects__
                                  "atlas__tunability-default__{group}", "atlas__rungs__{group}", "atlas__coverage__{group}",
                                  "atlas__transfer")
 Log = Callable[[str], None]
+#: Bootstrap replicates of the tunability in the dashboard's section (the atlas's page: ``--bootstrap``,
+#: default :data:`analysis.data.tunability.N_BOOTSTRAP`): the dashboard is drawn often, and each
+#: replicate refits every task's forest.
+DASHBOARD_BOOTSTRAP = 30
 
 
 def static_names(groups: Sequence[str], formats: Sequence[str]) -> list[str]:
@@ -408,15 +412,17 @@ def atlas_section(searches: Sequence[Experiment], *, transfer: Transfer | None =
 def dashboard_atlas(root: str | os.PathLike[str], experiments: Sequence[Experiment], *, local: bool = True,
                     evaluator: BaseImportanceEvaluator | None = None) -> AtlasSection:
     """The dashboard's atlas section: one finished search per task among ``experiments`` (the
-    others listed as left out), replays found under ``root`` when it is a local folder; empty
-    when fewer than two tasks have a finished search."""
+    others listed as left out), replays found under ``root`` when it is a local folder,
+    :data:`DASHBOARD_BOOTSTRAP` bootstrap replicates; empty when fewer than two tasks have a
+    finished search."""
     choice = choose_searches(experiments)
     if len(choice.searches) < 2:
         return AtlasSection()
     tasks = [s.task for s in choice.searches]
     transfer, notes = find_atlas_transfer([root], tasks) if local else (None, [])
     chosen: list[Experiment] = [s for s in choice.searches if isinstance(s, Experiment)]
-    return atlas_section(chosen, transfer=transfer, notes=[*choice.left_out, *notes], evaluator=evaluator)
+    return atlas_section(chosen, transfer=transfer, notes=[*choice.left_out, *notes], evaluator=evaluator,
+                         n_bootstrap=DASHBOARD_BOOTSTRAP)
 
 
 @dataclass
