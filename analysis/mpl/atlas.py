@@ -111,7 +111,8 @@ def effects_figure_mpl(frame: pd.DataFrame, title: str = "") -> Figure:
                 continue
             r = pivot.loc[(t, p)]
             text = f"n={r['n']}" if math.isnan(r["rho"]) else f"{r['rho']:+.2f} {r['direction']}\nn={r['n']}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color="black")
+            dark = not math.isnan(r["rho"]) and abs(r["rho"]) > 0.6
+            ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color="white" if dark else "black")
     ax.set_xticks(range(len(params)), [_label(p) for p in params])
     ax.set_yticks(range(len(tasks)), [_text(t) for t in tasks])
     figure.colorbar(image, ax=ax).set_label("rho")
@@ -156,8 +157,9 @@ def transfer_figure_mpl(info: TransferInfo, title: str = "") -> Figure:
     for i in range(len(info.sources)):
         for j in range(len(info.targets)):
             if not np.isnan(info.loss[i, j]):
+                dark = abs(info.loss[i, j]) > 0.6 * top
                 ax.text(j, i, f"{info.loss[i, j]:.1f} ± {info.loss_std[i, j]:.1f}\nn={int(info.n_seeds[i, j])}", ha="center",
-                        va="center", fontsize=7.5)
+                        va="center", fontsize=7.5, color="white" if dark else "black")
     ax.set_xticks(range(len(info.targets)), [_text(t) for t in info.targets])
     ax.set_yticks(range(len(info.sources)), [_text(s) for s in info.sources])
     ax.set_xlabel("run on task")
