@@ -35,7 +35,9 @@ def tables(results: Path) -> str:
     lines = []
     for group in atlas.compared:
         info = tunability_info(atlas.of_group(group.label))
-        for reference in ("shared", "default"):
+        if info.table.empty:
+            lines += [f"Group {group.label}: tunability not computed ({'; '.join(info.notes)}).", ""]
+        for reference in ("shared", "default") if not info.table.empty else ():
             rows = info.table[info.table["reference"] == reference]
             params = list(dict.fromkeys(rows["param"]))
             body = [[task, str(info.n_trials[task]),

@@ -327,7 +327,7 @@ def _rungs(atlas: Atlas, section: AtlasSection) -> str:
         title = f"Group {group.label}: rank correlation of each rung with the last epoch"
         section.figures[div] = charts.rungs_figure(frame, title)
         section.static[f"atlas__rungs__{group.label}"] = StaticFigure(section.figures[div], partial(mpl.rungs_figure_mpl, frame, title))
-        rows = [[_e(r.task), f"{r.rung} {'(ASHA rung)' if r.asha else ''}", str(r.final_epoch), str(r.n), _num(r.rho, 2),
+        rows = [[_e(r.task), f"{r.rung}{' (ASHA rung)' if r.asha else ''}", str(r.final_epoch), str(r.n), _num(r.rho, 2),
                  "&mdash;" if math.isnan(r.low) else f"[{r.low:.2f}, {r.high:.2f}]",
                  f"<b>{_e(r.strength)}</b>" if r.very_strong else _e(r.strength or r.note)] for r in frame.itertuples()]
         parts += [_group_heading(group), _div(div),

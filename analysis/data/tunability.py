@@ -61,7 +61,7 @@ from analysis.data.importance import MIN_TRIALS
 from analysis.data.surrogate import Axis, axes_of, features, fit_forest
 from ssot.config import defaults
 
-__all__ = ["ALL", "N_RANDOM", "N_PROFILE", "N_BOOTSTRAP", "REFERENCES", "Profile", "TunabilityInfo", "paper_default",
+__all__ = ["ALL", "N_RANDOM", "N_PROFILE", "N_BOOTSTRAP", "REFERENCES", "COLUMNS", "Profile", "TunabilityInfo", "paper_default",
            "tunability_info"]
 
 #: The ``param`` of the rows about the whole config.
@@ -74,6 +74,8 @@ N_PROFILE = 25
 N_BOOTSTRAP = 100
 #: The reference values a task's own best is compared with.
 REFERENCES: tuple[str, ...] = ("shared", "default")
+#: Columns of :attr:`TunabilityInfo.table`.
+COLUMNS: tuple[str, ...] = ("task", "param", "reference", "value", "loss", "low", "high", "own_best", "n_trials", "n_bootstrap")
 
 
 def paper_default(params: Sequence[str]) -> dict[str, Any]:
@@ -142,7 +144,7 @@ class TunabilityInfo:
     params: list[str]
     shared: dict[str, Any] = field(default_factory=dict)
     default: dict[str, Any] = field(default_factory=dict)
-    table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    table: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(COLUMNS)))
     profiles: list[Profile] = field(default_factory=list)
     n_bootstrap: int = 0
     notes: list[str] = field(default_factory=list)
@@ -327,7 +329,7 @@ def tunability_info(tasks: Sequence[AtlasTask], *, n_bootstrap: int = N_BOOTSTRA
             low, high = (np.percentile(draws, [2.5, 97.5], axis=0) if len(draws) else (estimate * np.nan, estimate * np.nan))
             info.profiles.append(Profile(task, param, [_plain(v) for v in axis.decode(setup.grids[column])], estimate,
                                          low, high, point.shared_index[column], setup.default_index[column], axis.kind))
-    info.table = pd.DataFrame(rows)
+    info.table = pd.DataFrame(rows, columns=list(COLUMNS))
     return info
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from analysis.data.atlas import build_atlas
 from analysis.data.experiments import load_experiments
-from analysis.data.tunability import ALL, TunabilityInfo, paper_default, tunability_info
+from analysis.data.tunability import ALL, COLUMNS, TunabilityInfo, paper_default, tunability_info
 from tests.fixtures.experiments import ATLAS_TASKS, ATLAS_TRIALS, atlas_accuracy, write_atlas_results
 
 N_BOOTSTRAP = 20
@@ -103,5 +103,5 @@ def test_too_few_trials_or_tasks_are_said(tmp_path: Path) -> None:
     experiments, _ = load_experiments(tmp_path)
     atlas = build_atlas(experiments)
     info = tunability_info(atlas.of_group("A"), n_bootstrap=2)
-    assert info.table.empty and info.tasks == []
+    assert info.table.empty and list(info.table.columns) == list(COLUMNS) and info.tasks == []
     assert any("6 trial(s) in its view" in n for n in info.notes) and any("at least 2 tasks" in n for n in info.notes)
