@@ -37,10 +37,10 @@ def test_a_replay_is_the_targets_setting_with_the_sources_values(results: Path) 
 
 def test_transfer_replays_resumes_and_never_overwrites(results: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "transfer"
-    args = [str(results), "--out", str(out), "--seeds", "0", "--num-cpus", "2"]
+    args = [str(results), "--out", str(out), "--seeds", "0", "--num-cpus", "2", "--no-default"]  # the default's row: above
     assert transfer.main(args) == 0
     printed = capsys.readouterr().out
-    sources = [*TASKS, DEFAULT_SOURCE]
+    sources = list(TASKS)
     for target in TASKS:
         for source in sources:
             record = json.loads(run_path(out, target, source, 0).read_text())
@@ -63,11 +63,12 @@ def test_transfer_replays_resumes_and_never_overwrites(results: Path, tmp_path: 
     # interrupted before the tables: the same command trains only the missing replay
     for name in (CSV_NAME, MARKDOWN_NAME, MANIFEST_FILE):
         (out / name).unlink()
-    run_path(out, "digits", DEFAULT_SOURCE, 0).unlink()
+    run_path(out, "digits", "H2P", 0).unlink()
     assert transfer.main(args) == 0
     log = capsys.readouterr().out
     assert log.count("[reused ") == len(TASKS) * len(sources) - 1 and log.count(", wrote ") == 1
     assert pd.read_csv(out / CSV_NAME)["loss"].tolist()[:2] == table["loss"].tolist()[:2]
+    assert not run_path(out, "digits", DEFAULT_SOURCE, 0).exists()
 
 
 def test_bad_input_is_refused_before_any_run(results: Path, tmp_path: Path, capsys) -> None:
@@ -79,3 +80,18 @@ def test_bad_input_is_refused_before_any_run(results: Path, tmp_path: Path, caps
     assert transfer.main([str(results), "--out", str(tmp_path / "o"), "--seeds", "0", "0"]) == 2
     assert "repeated seeds" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_on_a_feature_cache_screen_a_replay_is_a_screen_on_the_targets_cache(results: Path) -> None:
+    from ssot.config import SSOTConfig
+    from ssot.results.experiment import Experiment
+
+    searches = {s.task: s for s in read_experiments(results)}
+    screens = {}
+    for task, search in searches.items():  # the same searches, as screens on each task's own cache
+        base = SSOTConfig.for_task(task, backbone="features", features_path=f"/caches/{task}.pt").to_dict()
+        screens[task] = Experiment(search.path, {**search.meta, "base_config": base}, search.trials, search.best_config)
+    source = next(s for s in transfer.sources_of(list(screens.values())) if s.name == "digits")
+    config = transfer.replay_config(screens["H2P"], source, seed=0)
+    assert (config.task, config.backbone, config.features_path) == ("H2P", "features", "/caches/H2P.pt")
+    assert config.lambda_ot == pytest.approx(searches["digits"].best_config["lambda_ot"])
