@@ -7,15 +7,17 @@ pandas), and imports nothing from ``tune``. Laid out by concept:
 :mod:`analysis.data`
     pure data, no drawing: experiments with their hyperparameter specs, per-trial frames, views
     (ASHA rungs, final, best), heatmap bins, importances, marginal effects, the selection regret,
-    the paper's analyses read from run records.
+    the paper's analyses read from run records, and the atlas across tasks (groups, signed
+    effects, tunability on a surrogate, rung correlations, coverage, the transfer matrix).
 :mod:`analysis.charts`, :mod:`analysis.mpl`
     figure builders by backend, over the same info objects (as Optuna's ``visualization`` and
     ``visualization.matplotlib``); :mod:`analysis.style` holds what both share.
 :mod:`analysis.dashboard`
     the HTML page, its sections and its static figures.
 
-Commands: ``python analysis/sensitivity.py`` (the dashboard), ``python analysis/selection.py``
-(regret tables), ``python analysis/paper_figures.py`` (the paper's figures).
+Commands: ``python analysis/sensitivity.py`` (the dashboard), ``python analysis/atlas.py`` (the
+atlas across tasks), ``python analysis/selection.py`` (regret tables), ``python
+analysis/paper_figures.py`` (the paper's figures).
 
 Data first (pure functions returning frames and info objects)::
 

@@ -18,10 +18,12 @@ entry point         module / file                          what it does
 ``ssot-final``      ``python tune/final.py``               multi-seed final runs, table beside the paper
 ``ssot-ablation``   ``python tune/ablation.py``            the paper's ablations over seeds
 ``ssot-solvers``    ``python tune/solvers.py``             the OT solvers compared
+``ssot-transfer``   ``python tune/transfer.py``            each task's best config replayed on every task
 ``ssot-dashboard``  ``python analysis/sensitivity.py``     the sensitivity dashboard
 ``ssot-selection``  ``python analysis/selection.py``       regret of label-free selection
 ``ssot-proxy``      ``python analysis/proxy.py``           how screens rank configs against end-to-end runs
 ``ssot-paper-figures`` ``python analysis/paper_figures.py`` the paper's figures from run records
+``ssot-atlas``      ``python analysis/atlas.py``           the atlas across tasks: importance, tunability, transfer
 ==================  =====================================  ==========================================
 
 Exit statuses (the same for every command)

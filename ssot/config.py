@@ -410,3 +410,10 @@ PRETRAINING_FIELDS: tuple[str, ...] = fields_in("pretraining")
 TASK_FIELDS: tuple[str, ...] = fields_in("task")
 PATH_FIELDS: tuple[str, ...] = fields_in("path")
 RUNTIME_FIELDS: tuple[str, ...] = fields_in("runtime")
+
+
+def defaults(names: tuple[str, ...] | list[str] = SEARCHED_FIELDS) -> dict[str, Any]:
+    """The default of each field of ``names`` (the paper's, :class:`SSOTConfig`'s declarations;
+    default: the searched hyperparameters, lambda_OT = lambda_Ent = eps = 1 and width 256)."""
+    declared = {f.name: f.default for f in fields(SSOTConfig)}
+    return {name: declared[name] for name in names if name in declared}

@@ -2,7 +2,8 @@
 
 :func:`build_dashboard` (:mod:`analysis.dashboard.page`) assembles the page from the sections of
 each experiment (:mod:`analysis.dashboard.sections`, :mod:`analysis.dashboard.regret`), the
-paper's other analyses (:mod:`analysis.dashboard.paper_section`) and the page template
+paper's other analyses (:mod:`analysis.dashboard.paper_section`), the atlas across tasks
+(:mod:`analysis.dashboard.atlas`, also the page of ``analysis/atlas.py``) and the page template
 (:mod:`analysis.dashboard.template`); :mod:`analysis.dashboard.static` and
 :mod:`analysis.dashboard.images` write the static figures. ``python analysis/sensitivity.py``
 is its command.

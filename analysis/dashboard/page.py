@@ -7,7 +7,8 @@
   best-reached); per experiment and view its heatmaps, parallel coordinates, importances (fANOVA
   and PED-ANOVA) and marginal effects, its learning curves and best config; a banner on a search
   still running; a cross-task table beside the paper's accuracies; a "Warnings" box listing every
-  problem found (and any script error);
+  problem found (and any script error); when the folder holds finished searches of several tasks,
+  the atlas across them (:mod:`analysis.dashboard.atlas`);
 * ``figures/<task>__<experiment>__<x>__<y>.pdf`` and ``.png``: each heatmap of the experiment's
   default view, and ``<task>__<experiment>__curves.*``, the learning curves, for papers, drawn
   with matplotlib (no browser needed; ``image_backend="plotly"`` uses kaleido instead).
@@ -35,6 +36,7 @@ import plotly.io as pio
 from optuna.importance import BaseImportanceEvaluator
 from plotly.offline import get_plotlyjs
 
+from analysis.dashboard.atlas import dashboard_atlas
 from analysis.dashboard.paper_section import PaperSection, paper_section
 from analysis.dashboard.proxy import proxy_section
 from analysis.dashboard.regret import regret_html
@@ -396,6 +398,9 @@ def build_dashboard(
             raise
         experiments, problems = [], []
     problems.extend(paper_part.problems)
+    # several tasks: the atlas across them (analysis/atlas.py draws the same on a page of its own)
+    atlas_part = dashboard_atlas(root_path, experiments, local=not storage.is_uri(root), evaluator=evaluator)
+    problems.extend(atlas_part.problems)
     paper = read_paper_accuracy(Path(paper_csv) if paper_csv else None, problems)
     sections = [_build_section(e, i, bins, evaluator) for i, e in enumerate(experiments)]
     written: list[Path] = []
@@ -403,9 +408,9 @@ def build_dashboard(
         static = {folder / stem: fig for s in sections for stem, fig in s.static.items()}
         written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
-    page = paper_part.insert(_render_page(root if storage.is_uri(root) else root_path, sections,
-                                          cross_task_table(experiments, paper), problems))
+    page = atlas_part.insert(paper_part.insert(_render_page(root if storage.is_uri(root) else root_path, sections,
+                                                            cross_task_table(experiments, paper), problems)))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(page, encoding="utf-8")
-    n_plots = sum(len(s.figures) for s in sections) + len(paper_part.figures)
+    n_plots = sum(len(s.figures) for s in sections) + len(paper_part.figures) + len(atlas_part.figures)
     return DashboardResult(out_path, written, problems, len(experiments), n_plots)

@@ -1,4 +1,5 @@
-"""The dashboard's HTML page (a ``string.Template``: ``$name`` placeholders, ``$$`` for ``$``).
+"""The HTML pages: the dashboard's (:data:`PAGE`) and the atlas's (:data:`ATLAS_PAGE`), each a
+``string.Template`` (``$name`` placeholders, ``$$`` for ``$``).
 
 Kept in a Python module so that it ships with the package without any package-data setting.
 The script draws a plot the first time its container becomes visible, records every script
@@ -228,6 +229,59 @@ var PLOT_CONFIG = $plot_config;
   update();
 })();
 </script>
+</body>
+</html>
+"""
+
+
+#: The atlas's own page (``analysis/atlas.py``): the section of :mod:`analysis.dashboard.atlas`,
+#: plotly.js inlined, script errors listed in a box as on the dashboard.
+ATLAS_PAGE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>$title</title>
+<style>
+  body { font-family: Helvetica, Arial, sans-serif; margin: 0; color: #222; background: #fafafa; }
+  main { padding: 8px 20px 40px; max-width: 1500px; }
+  .meta { color: #555; font-size: 13px; margin: 4px 0; }
+  .note { color: #444; font-size: 14px; }
+  .warnings { border: 1px solid #e0a800; background: #fff8e1; padding: 6px 14px; margin: 12px 0;
+              border-radius: 4px; font-size: 13px; }
+  .warnings h3 { margin: 4px 0; font-size: 15px; }
+  #js-errors { border-color: #c00; background: #fdecea; }
+  table.cross { border-collapse: collapse; font-size: 13px; background: #fff; margin: 6px 0 12px; }
+  table.cross th, table.cross td { border: 1px solid #ddd; padding: 4px 8px; text-align: right; }
+  table.cross th { background: #f0f0f0; }
+  table.cross td:first-child { text-align: left; }
+  .partial { border: 2px solid #d97706; background: #fff4e0; padding: 8px 12px; border-radius: 4px; font-size: 14px; }
+  [hidden] { display: none !important; }
+</style>
+</head>
+<body>
+<main>
+<h1>SSOT-Tune atlas</h1>
+<p class="meta">Results <code>$root</code>, generated $generated.</p>
+$warnings
+<div id="js-errors" class="warnings" hidden><h3>Script errors</h3><ul></ul></div>
+<script type="text/javascript">
+(function () {
+  var box = document.getElementById("js-errors");
+  function report(message) {
+    box.hidden = false;
+    var item = document.createElement("li");
+    item.textContent = String(message);
+    box.querySelector("ul").appendChild(item);
+  }
+  window.addEventListener("error", function (event) { report(event.message || event); });
+  window.addEventListener("unhandledrejection", function (event) { report(event.reason); });
+  window.__dashboardReport = report;
+})();
+</script>
+<script type="text/javascript">$plotlyjs</script>
+$section
+</main>
 </body>
 </html>
 """

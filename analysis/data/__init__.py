@@ -6,5 +6,9 @@
 :mod:`~analysis.data.bins` (heatmap cells), :mod:`~analysis.data.importance` and
 :mod:`~analysis.data.marginal` (hyperparameter importances and marginal effects),
 :mod:`~analysis.data.selection` (regret of label-free selection),
-:mod:`~analysis.data.paper_runs` (the paper's analyses from run records and t-SNE files).
+:mod:`~analysis.data.paper_runs` (the paper's analyses from run records and t-SNE files);
+the atlas across tasks: :mod:`~analysis.data.atlas` (groups of comparable searches, their view),
+:mod:`~analysis.data.effects` (signed effects), :mod:`~analysis.data.surrogate` and
+:mod:`~analysis.data.tunability`, :mod:`~analysis.data.rungs` (trust in early stopping),
+:mod:`~analysis.data.coverage`, :mod:`~analysis.data.transfer`.
 """

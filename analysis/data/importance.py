@@ -7,19 +7,25 @@ asked which hyperparameters explain the accuracy. Two evaluators are shown side 
 :func:`importance_info`, and PED-ANOVA (Parzen estimators of the top trials against all, Watanabe
 et al. 2023). Neither is fitted on fewer than :data:`MIN_TRIALS` trials.
 
+Across tasks (:func:`importance_frame`, :func:`importance_spread`), the importances of one
+hyperparameter on each task are read as a distribution over tasks, as van Rijn and Hutter (2018)
+read fANOVA's over datasets: a hyperparameter whose importance is high on every task matters
+everywhere; one with a wide spread matters on some tasks only.
+
 References
 ----------
 F. Hutter, H. Hoos, K. Leyton-Brown. "An Efficient Approach for Assessing Hyperparameter
 Importance". ICML 2014.
 S. Watanabe, A. Bansal, F. Hutter. "PED-ANOVA: Efficiently Quantifying Hyperparameter Importance
 in Arbitrary Subspaces". IJCAI 2023.
+J. N. van Rijn, F. Hutter. "Hyperparameter Importance Across Datasets". KDD 2018.
 """
 
 from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +48,8 @@ __all__ = [
     "importance_infos",
     "ped_anova_evaluator",
     "optuna_distribution",
+    "importance_frame",
+    "importance_spread",
 ]
 
 #: Fewest trials an importance model (or a marginal-effect model) is fitted on: below it a random
@@ -224,3 +232,64 @@ def importance_infos(
     ped, quantile = ped_anova_evaluator(int(results["acc"].notna().sum()))
     second = importance_info(results, space, ped, f"PED-ANOVA (top {100 * quantile:.0f} % vs all)")
     return first, second
+
+
+#: The evaluators of :func:`importance_infos`, by their short names (the order of their infos).
+EVALUATORS: tuple[str, ...] = ("fANOVA", "PED-ANOVA")
+
+
+def importance_frame(infos: Mapping[str, Sequence[ImportanceInfo]], order: Sequence[str] = ()) -> pd.DataFrame:
+    """The importances of every task, one row per (task, evaluator, hyperparameter).
+
+    Parameters
+    ----------
+    infos : Mapping of str to sequence of ImportanceInfo
+        Task -> its :func:`importance_infos` (fANOVA's, then PED-ANOVA's).
+    order : sequence of str
+        The hyperparameters' order in the rows of each (task, evaluator) (e.g. the space's);
+        others follow, most important first.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``task``, ``evaluator`` (:data:`EVALUATORS`), ``label`` (the evaluator and its
+        settings), ``param``, ``importance`` (NaN when not computed), ``n_trials`` and ``note``;
+        an evaluator that was not fitted gives one row with ``param`` ``""`` and its note.
+    """
+    rows = []
+    for task, pair in infos.items():
+        for name, info in zip(EVALUATORS, pair, strict=False):
+            common = {"task": task, "evaluator": name, "label": info.label or info.evaluator, "n_trials": info.n_trials}
+            if not info.importances:
+                rows.append({**common, "param": "", "importance": float("nan"), "note": info.note})
+            ranked = sorted(info.importances, key=lambda p: list(order).index(p) if p in order else len(order))
+            rows += [{**common, "param": p, "importance": info.importances[p], "note": ""} for p in ranked]
+    return pd.DataFrame(rows, columns=["task", "evaluator", "label", "param", "importance", "n_trials", "note"])
+
+
+def importance_spread(frame: pd.DataFrame) -> pd.DataFrame:
+    """The distribution over tasks of each hyperparameter's importance under each evaluator.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        :func:`importance_frame` of the tasks compared.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (evaluator, param): ``n_tasks`` (tasks with an importance), ``median``,
+        ``q1``, ``q3`` (quartiles, linear interpolation), ``min``, ``max`` and ``tasks`` (the
+        tasks, most important first).
+    """
+    fitted = frame.dropna(subset=["importance"])
+    fitted = fitted[fitted["param"] != ""]
+    rows = []
+    for (evaluator, param), group in fitted.groupby(["evaluator", "param"], sort=False):
+        values = group["importance"].to_numpy(dtype=float)
+        q1, median, q3 = np.percentile(values, [25, 50, 75])
+        ordered = group.sort_values("importance", ascending=False)["task"].tolist()
+        rows.append({"evaluator": evaluator, "param": param, "n_tasks": len(values), "median": float(median),
+                     "q1": float(q1), "q3": float(q3), "min": float(values.min()), "max": float(values.max()),
+                     "tasks": ordered})
+    return pd.DataFrame(rows, columns=["evaluator", "param", "n_tasks", "median", "q1", "q3", "min", "max", "tasks"])

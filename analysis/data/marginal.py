@@ -1,7 +1,7 @@
 """Marginal effect of each hyperparameter: a model estimate, drawn with the trials as points.
 
-A random forest is fitted to the trials of a view exactly as Optuna's fANOVA fits its own
-(``RandomForestRegressor``, 64 trees, depth 64, seed 0; log-scaled axes in log10), and the
+The surrogate of :mod:`analysis.data.surrogate` is fitted to the trials of a view exactly as
+Optuna's fANOVA fits its own forest (64 trees, depth 64, seed 0; log-scaled axes in log10), and the
 effect of hyperparameter :math:`j` at value :math:`v` is its partial dependence (Friedman 2001)
 
 .. math::
@@ -24,22 +24,18 @@ Importance". ICML 2014.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from analysis.data.experiments import ParamSpec
-from analysis.data.importance import MIN_TRIALS, optuna_distribution
+from analysis.data.importance import MIN_TRIALS
+from analysis.data.surrogate import N_GRID, axes_of, features, fit_forest
 
 __all__ = ["MarginalInfo", "marginal_infos", "N_GRID"]
-
-#: Points of the estimate along a continuous axis.
-N_GRID = 50
 
 
 @dataclass(frozen=True)
@@ -74,34 +70,6 @@ class MarginalInfo:
     note: str = ""
 
 
-def _encode(dist: Any, values: pd.Series) -> np.ndarray:
-    """The model's feature column: log10 on log axes, the choice index on categorical ones."""
-    if isinstance(dist, CategoricalDistribution):
-        lookup = {str(c): i for i, c in enumerate(dist.choices)}
-        return np.array([lookup.get(str(_plain(v)), -1) for v in values], dtype=float)
-    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    return np.log10(numbers) if dist.log else numbers
-
-
-def _plain(value: Any) -> Any:
-    """A numeric choice as written in the space (``256.0`` read from CSV -> ``256``)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _grid(dist: Any) -> tuple[list[Any], np.ndarray, Literal["log", "linear", "categorical"]]:
-    """Grid values (original units), their encoding, and the axis kind."""
-    if isinstance(dist, CategoricalDistribution):
-        return list(dist.choices), np.arange(len(dist.choices), dtype=float), "categorical"
-    assert isinstance(dist, FloatDistribution)
-    if dist.log:
-        encoded = np.linspace(math.log10(dist.low), math.log10(dist.high), N_GRID)
-        return list(10.0**encoded), encoded, "log"
-    encoded = np.linspace(dist.low, dist.high, N_GRID)
-    return list(encoded), encoded, "linear"
-
-
 def marginal_infos(
     results: pd.DataFrame, space: Mapping[str, ParamSpec], *, seed: int = 0
 ) -> list[MarginalInfo]:
@@ -123,28 +91,20 @@ def marginal_infos(
         and no estimate when fewer than ``MIN_TRIALS`` trials have an accuracy.
     """
     results = results.dropna(subset=["acc"])
-    dists = {
-        p: d for p, spec in space.items()
-        if p in results and (d := optuna_distribution(spec, results[p])) is not None
-    }
+    axes = axes_of(results, space)
     acc = results["acc"].to_numpy(dtype=float)
-    raw = {p: results[p].to_numpy() for p in dists}
-    if len(results) < MIN_TRIALS or not dists:
+    raw = {p: results[p].to_numpy() for p in axes}
+    if len(results) < MIN_TRIALS or not axes:
         note = f"not estimated: fitted only on at least {MIN_TRIALS} trials; this view has {len(results)}"
-        return [MarginalInfo(p, _grid(d)[2], [], np.array([]), raw[p], acc, len(results), note)
-                for p, d in dists.items()]
-    from sklearn.ensemble import RandomForestRegressor  # lazily: optional at import time
-
-    features = np.column_stack([_encode(d, results[p]) for p, d in dists.items()])
-    forest = RandomForestRegressor(
-        n_estimators=64, max_depth=64, min_samples_split=2, min_samples_leaf=1, random_state=seed
-    ).fit(features, acc)
+        return [MarginalInfo(p, a.kind, [], np.array([]), raw[p], acc, len(results), note) for p, a in axes.items()]
+    x = features(results, axes)
+    forest = fit_forest(x, acc, seed)
     infos = []
-    for column, (param, dist) in enumerate(dists.items()):
-        grid, encoded, kind = _grid(dist)
-        stacked = np.repeat(features[None, :, :], len(encoded), axis=0)
+    for column, (param, axis) in enumerate(axes.items()):
+        grid, encoded = axis.grid()
+        stacked = np.repeat(x[None, :, :], len(encoded), axis=0)
         stacked[:, :, column] = encoded[:, None]
-        predicted = forest.predict(stacked.reshape(-1, features.shape[1]))
-        estimate = predicted.reshape(len(encoded), len(features)).mean(axis=1)
-        infos.append(MarginalInfo(param, kind, grid, estimate, raw[param], acc, len(results)))
+        predicted = forest.predict(stacked.reshape(-1, x.shape[1]))
+        estimate = predicted.reshape(len(encoded), len(x)).mean(axis=1)
+        infos.append(MarginalInfo(param, axis.kind, grid, estimate, raw[param], acc, len(results)))
     return infos

@@ -42,3 +42,25 @@ def test_both_evaluators_find_the_one_hyperparameter_that_matters(views_results:
     # the final-epoch view has 3 trials: nothing is fitted, and the reason is given
     for info in importance_infos(chosen["final"], experiment.space):
         assert info.importances == {} and f"at least {MIN_TRIALS} trials" in info.note
+
+
+def test_the_spread_of_importances_over_tasks() -> None:
+    import numpy as np
+
+    from analysis.data.importance import ImportanceInfo, importance_frame, importance_spread
+
+    def pair(ot: float, n: int) -> tuple[ImportanceInfo, ImportanceInfo]:
+        return (ImportanceInfo({"lambda_ot": ot, "eps": 1 - ot}, n, "F", label="fANOVA"),
+                ImportanceInfo({"eps": 0.5, "lambda_ot": 0.5}, n, "P", label="PED"))
+
+    infos = {"A": pair(0.9, 20), "B": pair(0.2, 30), "C": pair(0.5, 12), "D": (ImportanceInfo({}, 4, "F", "too few"),) * 2}
+    frame = importance_frame(infos, order=["lambda_ot", "eps"])
+    assert frame.loc[frame["task"] == "A", "param"].tolist() == ["lambda_ot", "eps", "lambda_ot", "eps"]  # the space's order
+    assert frame.loc[frame["task"] == "D", ["param", "note", "n_trials"]].values.tolist() == [["", "too few", 4]] * 2
+    spread = importance_spread(frame).set_index(["evaluator", "param"])
+    ot = spread.loc[("fANOVA", "lambda_ot")]
+    values = np.array([0.9, 0.2, 0.5])
+    assert ot["n_tasks"] == 3 and ot["median"] == pytest.approx(0.5) and ot["min"] == 0.2 and ot["max"] == 0.9
+    assert (ot["q1"], ot["q3"]) == pytest.approx(tuple(np.percentile(values, [25, 75])))
+    assert ot["tasks"] == ["A", "C", "B"]  # most important first
+    assert spread.loc[("PED-ANOVA", "eps"), "median"] == pytest.approx(0.5)

@@ -11,9 +11,11 @@ from tests.fixtures import REPO
 
 @pytest.mark.parametrize("command", [["tune/export.py", "--help"], ["analysis/sensitivity.py", "--help"],
                                      ["analysis/selection.py", "--help"], ["analysis/paper_figures.py", "--help"],
+                                     ["analysis/atlas.py", "--help"],
                                      ["-c", "import ssot, ssot.results.experiment, ssot.results.storage, ssot.results.record, "
                                             "ssot.results.final_table, ssot.results.paper, ssot.results.metrics, ssot.results.trials, "
-                                            "ssot.config, ssot.cli, ssot.data, ssot.data.registry, analysis"]])
+                                            "ssot.results.searches, ssot.results.transfer, "
+                                            "ssot.config, ssot.cli, ssot.data, ssot.data.registry, analysis, analysis.dashboard.atlas"]])
 def test_reading_commands_load_neither_torch_nor_ray(command):
     proc = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
@@ -25,7 +27,8 @@ def test_reading_commands_load_neither_torch_nor_ray(command):
 
 def test_the_analysis_imports_nothing_of_tune():
     code = ("import sys, analysis, analysis.dashboard, analysis.data.selection, analysis.data.paper_runs, analysis.mpl.paper, "
-            "analysis.charts.paper, analysis.selection, analysis.sensitivity, analysis.paper_figures; "
+            "analysis.charts.paper, analysis.selection, analysis.sensitivity, analysis.paper_figures, analysis.atlas, "
+            "analysis.dashboard.atlas, analysis.mpl.atlas; "
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('tune', 'torch', 'ray'))))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
