@@ -7,9 +7,9 @@ summary, kind; a package's table lists its modules too), then the module rendere
 overview, then one sub-section per package, its modules in it. The marker
 ``<!-- api-modules -->`` on a page becomes the table of every module with its summary.
 
-A member is documented (listed, and rendered by mkdocstrings with the options of ``mkdocs.yml``)
-when its name is public, it has a docstring (a ``#:`` comment counts), and, for a name imported
-into the module, when the module exports it (``__all__``).
+A module's table lists what mkdocstrings renders of it (:func:`docstrings.documented`): the public
+names with a docstring (a ``#:`` comment counts), and the names it imports only when it exports them
+(``__all__``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import griffe
-from docstrings import Index, Renderer, citation_anchors, load_project, project_index, project_packages, scopes_of, table_cell
+from docstrings import Index, Renderer, citation_anchors, documented, load_project, project_index, project_packages, scopes_of, table_cell
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
@@ -51,18 +51,6 @@ def _children(package: griffe.Module) -> list[griffe.Module]:
 def page_of(module: griffe.Module) -> str:
     """The page of a module, relative to the docs folder."""
     return f"{API_DIR}/{module.path}.md"
-
-
-def documented(obj: griffe.Object | griffe.Alias) -> bool:
-    """Whether mkdocstrings renders this member of a module or class (the module docstring's rule)."""
-    if obj.name.startswith("_"):
-        return False
-    if obj.is_alias:
-        try:
-            return bool(obj.is_exported and not obj.final_target.is_module and obj.final_target.has_docstrings)
-        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
-            return False
-    return not obj.is_module and obj.has_docstrings
 
 
 def kind_of(obj: griffe.Object | griffe.Alias) -> str:

@@ -151,6 +151,19 @@ class Index:
             return target if target in self.paths and not self.paths[target].is_alias else None
         return path
 
+    def has_entry(self, path: str) -> bool:
+        """Whether the object at ``path`` (not an imported name) has an entry in the API pages: every
+        module has a page, and an object is rendered when it and the classes it is in are
+        (:func:`documented`)."""
+        obj: griffe.Object | None = self.paths.get(path)
+        if obj is None or obj.is_alias:
+            return False
+        while obj is not None and not obj.is_module:
+            if not documented(obj):
+                return False
+            obj = obj.parent
+        return True
+
     def resolve(self, target: str, scopes: Sequence[str]) -> str | None:
         """The path of the object a role names, looked up as Sphinx's Python domain does: in each
         scope (innermost first: enclosing classes, the module, its packages), then as a full name;
@@ -167,6 +180,21 @@ class Index:
             if len(matches) == 1:
                 return matches.pop()
         return None
+
+
+def documented(obj: griffe.Object | griffe.Alias) -> bool:
+    """Whether mkdocstrings renders this member of a module or class, with the options of
+    ``mkdocs.yml`` (``filters: ["!^_"]``, ``show_if_no_docstring: false``): a public name with a
+    docstring (its own or its members'), a name imported into a module only when the module exports
+    it (``__all__``); modules are not members of their package's page (each has its own)."""
+    if obj.name.startswith("_"):
+        return False
+    if obj.is_alias:
+        try:
+            return bool(obj.is_exported and not obj.final_target.is_module and obj.final_target.has_docstrings)
+        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+            return False
+    return not obj.is_module and obj.has_docstrings
 
 
 def scopes_of(obj: griffe.Object) -> list[str]:
@@ -213,17 +241,18 @@ class Renderer:
         title, target = explicit.groups() if explicit else (None, text)
         no_link = target.startswith("!")
         target = target.lstrip("!")
-        shown = title or (target.lstrip("~").rsplit(".", 1)[-1] if target.startswith("~") else target.lstrip("~"))
+        tilde = target.startswith("~")  # ~a.b.c shows c
         target = target.lstrip("~")
+        shown = title or (target.rsplit(".", 1)[-1] if tilde else target.lstrip("."))
         if not title and name in CALLABLE_ROLES and not shown.endswith(")"):
             shown += "()"
         known = {"func", "meth", "class", "mod", "data", "attr", "obj", "exc", "const"}
         path = None if no_link or name not in known else self.index.resolve(target, self.scopes)
-        if path is None:
+        if path is None or not self.index.has_entry(path):  # unknown, external, private, undocumented
             self.codes += 1
             return _code(shown)
         self.links += 1
-        # an optional reference: linked when the object has an entry on the site, else left as code
+        # optional: should the entry be missing after all, autorefs leaves the code (no warning)
         return f'<autoref identifier="{html.escape(path)}" optional>{_code(shown)}</autoref>'
 
     def inline(self, text: str) -> str:
@@ -279,6 +308,8 @@ class Renderer:
                     paragraph.append(stripped[:-3] if stripped.endswith(" ::") else stripped[:-1])
                 flush()
                 i = self._literal(lines, i, out)
+            elif not paragraph and section not in NAMED_SECTIONS + TYPED_SECTIONS and _is_term(lines, i):
+                i = self._definition(lines, i, out)
             else:
                 if i + 1 < len(lines) and _DASHES.match(lines[i + 1]):  # a section's title: roles as code, no links
                     section = line.strip().lower()
@@ -292,6 +323,18 @@ class Renderer:
                 i += 1
         flush()
         return "\n".join(out)
+
+    def _definition(self, lines: list[str], i: int, out: list[str]) -> int:
+        """A reST definition list's item (a term, its definition indented below) as ``def_list``'s."""
+        pad = lines[i][:_indent(lines[i])]
+        end = self._block_end(lines, i, len(pad))
+        body = [row for row in lines[i + 1:end]]
+        depth = min(_indent(row) for row in body if row.strip())
+        definition = self.render("\n".join(row[depth:] for row in body)).split("\n")
+        out += [pad + self.inline(lines[i].strip()), pad + ":   " + definition[0]]
+        out += [pad + "    " + row if row.strip() else "" for row in definition[1:]]
+        out.append("")
+        return end
 
     def _block_end(self, lines: list[str], start: int, indent: int) -> int:
         """The index after the last line of the block that starts below ``start`` and is indented
@@ -393,6 +436,15 @@ def table_cell(markdown: str) -> str:
         return match[0].replace(r"\|", r"\Vert ").replace("|", r"\vert ")
     markdown = re.sub(r"\\\(.*?\\\)", math, markdown)
     return re.sub(r"(?<!\\)\|", r"\|", markdown)
+
+
+def _is_term(lines: list[str], i: int) -> bool:
+    """Whether ``lines[i]`` is the term of a reST definition list: a line that starts a paragraph,
+    is not a list item, and has a more indented line below it."""
+    line = lines[i]
+    if i + 1 >= len(lines) or not lines[i + 1].strip() or _indent(lines[i + 1]) <= _indent(line):
+        return False
+    return not re.match(r"\s*(?:[-*+]|\d+[.)]|#\.)\s", line) and not line.rstrip().endswith("::")
 
 
 def _indent(line: str) -> int:
