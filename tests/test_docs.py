@@ -16,7 +16,6 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from ssot import cli
 from tests.fixtures import REPO
@@ -35,6 +34,11 @@ def _hooks():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
 def _docs_module(name: str):
@@ -144,7 +148,7 @@ def test_no_raw_sphinx_markup_reaches_the_manual(site):
 
 def _project_modules() -> list[str]:
     """Every module of the project's packages, from the files (``pkg/__init__.py`` is ``pkg``)."""
-    include = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    include = _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
     modules = []
     for package in {p.rstrip("*").split(".")[0] for p in include}:
         for path in (REPO / package).rglob("*.py"):
@@ -199,7 +203,7 @@ def test_the_cite_page_and_citation_file(site):
     import yaml
 
     cff = yaml.safe_load((REPO / "CITATION.cff").read_text())
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    project = _pyproject()["project"]
     assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
     assert str(cff["version"]) == project["version"]  # one version: pyproject's
     paper = cff["references"][0]
