@@ -1,11 +1,13 @@
 """MkDocs hook: the API reference, one generated page per module, grouped by package in the nav.
 
-Every module of the project's packages (:func:`docstrings.load_project`) gets a page
-``api/<module>.md``: its name, a summary table of what the page documents (name, one-line
-summary, kind; a package's table lists its modules too), then the module rendered by mkdocstrings
-(``::: module``). The nav entry ``API: api/index.md`` of ``mkdocs.yml`` becomes a section: that
-overview, then one sub-section per package, its modules in it. The marker
-``<!-- api-modules -->`` on a page becomes the table of every module with its summary.
+Every module of the project's packages (:func:`docstrings.load_project`) gets a page at its path:
+``api/ssot/config.md`` for ``ssot.config``, ``api/ssot/results/index.md`` for the package
+``ssot.results`` (the theme's section index: the package's section opens on it). A page holds the
+module's name, a summary table of what the page documents (name, one-line summary, kind; a
+package's table lists its modules too), then the module rendered by mkdocstrings (``::: module``).
+The nav entry ``API: api/index.md`` of ``mkdocs.yml`` becomes a section: that overview, then one
+sub-section per package, its modules in it. The marker ``<!-- api-modules -->`` on a page becomes
+the table of every module with its summary.
 
 A module's table lists what mkdocstrings renders of it (:func:`docstrings.documented`): the public
 names with a docstring (a ``#:`` comment counts), and the names it imports only when it exports them
@@ -49,8 +51,9 @@ def _children(package: griffe.Module) -> list[griffe.Module]:
 
 
 def page_of(module: griffe.Module) -> str:
-    """The page of a module, relative to the docs folder."""
-    return f"{API_DIR}/{module.path}.md"
+    """The page of a module, relative to the docs folder (a package's is its folder's ``index.md``)."""
+    path = module.path.replace(".", "/")
+    return f"{API_DIR}/{path}/index.md" if is_package(module) else f"{API_DIR}/{path}.md"
 
 
 def kind_of(obj: griffe.Object | griffe.Alias) -> str:
@@ -86,9 +89,9 @@ def summary_table(module: griffe.Module, index: Index) -> str:
     rows += [(obj, kind_of(obj)) for obj in module.members.values() if documented(obj)]
     if not rows:
         return ""
-    lines = ["| name | summary | kind |", "| --- | --- | --- |"]
+    lines = ['<div class="api-summary" markdown>', "", "| name | summary | kind |", "| --- | --- | --- |"]
     lines += [f"| [`{obj.name}`][{obj.path}] | {summary(obj, index)} | {kind} |" for obj, kind in rows]
-    return "\n".join(lines)
+    return "\n".join(lines + ["", "</div>"])
 
 
 def page(module: griffe.Module, index: Index) -> str:
@@ -101,7 +104,7 @@ def page(module: griffe.Module, index: Index) -> str:
 def nav() -> list[Any]:
     """The API section of the nav: the overview, then each package's modules (sub-packages nested)."""
     def section(package: griffe.Module) -> dict[str, list[Any]]:
-        entries: list[Any] = [{package.path: page_of(package)}]
+        entries: list[Any] = [page_of(package)]  # the section's index page
         for child in _children(package):
             entries.append(section(child) if is_package(child) else {child.path: page_of(child)})
         return {package.path: entries}
@@ -114,9 +117,10 @@ def modules_table() -> str:
     index = project_index()
     parts = []
     for name in project_packages():
-        parts += [f"### `{name}`", "", "| module | summary |", "| --- | --- |"]
-        parts += [f"| [`{m.path}`]({m.path}.md) | {summary(m, index)} |" for m in modules() if m.path.split(".")[0] == name]
-        parts.append("")
+        parts += [f"### `{name}`", "", '<div class="api-summary" markdown>', "", "| module | summary |", "| --- | --- |"]
+        parts += [f"| [`{m.path}`]({page_of(m).removeprefix(API_DIR + '/')}) | {summary(m, index)} |"
+                  for m in modules() if m.path.split(".")[0] == name]
+        parts += ["", "</div>", ""]
     return "\n".join(parts)
 
 

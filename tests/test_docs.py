@@ -120,7 +120,7 @@ def test_the_manual_builds_strict(site):
         assert f"usage: {prog}" in commands, name
     assert "--tracker {mlflow,tensorboard,wandb-offline}" in commands and "fetch" in commands
     assert "bad input, the user&#39;s to fix" in commands or "bad input, the user's to fix" in commands
-    assert 'id="ssot.config.SSOTConfig"' in (site / "api" / "ssot.config" / "index.html").read_text()  # API pages from the docstrings
+    assert 'id="ssot.config.SSOTConfig"' in (site / "api" / "ssot" / "config" / "index.html").read_text()  # API pages from the docstrings
     for page in ("selection", "gpu", "screening", "reliability", "clusters", "tracking", "results/embedded"):
         assert (site / page / "index.html").exists(), page
 
@@ -133,16 +133,16 @@ RAW_REST = re.compile(r":(?:py:)?[a-z]+:(?:<code>|`)|\.\. (?:math|note|code-bloc
 def test_no_raw_sphinx_markup_reaches_the_manual(site):
     raw = {page: RAW_REST.findall(html) for page, html in _pages(site).items()}
     assert {page: found for page, found in raw.items() if found} == {}
-    ot = (site / "api" / "ssot.ot" / "index.html").read_text()
+    ot = (site / "api" / "ssot" / "ot" / "index.html").read_text()
     assert ot.count('class="arithmatex"') > 10  # :math: kept for KaTeX
-    validators = (site / "api" / "ssot.validators" / "index.html").read_text()
+    validators = (site / "api" / "ssot" / "validators" / "index.html").read_text()
     assert '<span id="ssot.validators--ref-5"></span>' in validators  # .. [5] -> an anchored entry
     assert '<a href="#ssot.validators--ref-5">[5]</a>' in validators  # [5]_ in a function -> a link to it
     assert "\\[" in validators and 'class="arithmatex"' in validators  # .. math:: blocks
     # roles became links to the objects' entries: in ssot.cli's docstring, :func:`run` and :class:`ssot.config.SSOTConfig`
-    cli_page = (site / "api" / "ssot.cli" / "index.html").read_text()
+    cli_page = (site / "api" / "ssot" / "cli" / "index.html").read_text()
     assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#ssot\.cli\.run"[^>]*><code>run\(\)</code></a>', cli_page)
-    assert re.search(r'href="\.\./ssot\.config/#ssot\.config\.SSOTConfig"[^>]*><code>ssot\.config\.SSOTConfig</code>', cli_page)
+    assert re.search(r'href="\.\./config/#ssot\.config\.SSOTConfig"[^>]*><code>ssot\.config\.SSOTConfig</code>', cli_page)
     assert "<table>" in cli_page.split('id="ssot.cli.exit_status"')[0]  # its reST tables became tables
 
 
@@ -160,19 +160,30 @@ def _project_modules() -> list[str]:
 def test_every_module_has_a_page_with_a_summary_table(site):
     modules = _project_modules()
     assert len(modules) > 50 and "ssot.ot" in modules and "analysis.dashboard" in modules
-    nav = (site / "index.html").read_text()
+    overview = (site / "api" / "index.html").read_text()
     for module in modules:
-        page = site / "api" / module / "index.html"
+        page = site / "api" / module.replace(".", "/") / "index.html"  # a module's page is at its path
         assert page.exists(), module
         html = page.read_text()
         assert "<h1" in html and f"<code>{module}</code>" in html, module
-        assert f'href="../{module}/"' in nav or f'href="api/{module}/"' in nav, module  # in the nav
-    ot = (site / "api" / "ssot.ot" / "index.html").read_text()
+        assert f'href="{module.replace(".", "/")}/"' in overview, module  # in the overview's table of modules
+
+    def pages(entries: list) -> list[str]:  # the pages of a nav (entries: a page, {title: page}, {title: [entries]})
+        found = []
+        for entry in entries:
+            value = entry if isinstance(entry, str) else next(iter(entry.values()))
+            found += pages(value) if isinstance(value, list) else [value]
+        return found
+
+    in_nav = pages(_docs_module("api_pages").nav())
+    assert sorted(in_nav) == sorted(["api/index.md"] + [f"api/{m.replace('.', '/')}{'/index' if (REPO / m.replace('.', '/')).is_dir() else ''}.md"
+                                                       for m in modules])  # in the nav, once each
+    ot = (site / "api" / "ssot" / "ot" / "index.html").read_text()
     table = ot.split("</table>")[0]
     assert "<th>name</th>" in table and "<th>summary</th>" in table and "<th>kind</th>" in table
     assert re.search(r'href="#ssot\.ot\.c_transform"><code>c_transform</code></a></td>\s*<td>The \(entropic\) c-transform', table)
-    results = (site / "api" / "ssot.results" / "index.html").read_text().split("</table>")[0]
-    assert 'href="../ssot.results.trials/#ssot.results.trials"' in results and "<td>module</td>" in results  # a package lists its modules
+    results = (site / "api" / "ssot" / "results" / "index.html").read_text().split("</table>")[0]
+    assert 'href="trials/#ssot.results.trials"' in results and "<td>module</td>" in results  # a package lists its modules
 
 
 def _example_names() -> list[str]:
@@ -240,8 +251,8 @@ def test_no_font_or_script_comes_from_the_network(site):
     architecture = (site / "architecture" / "index.html").read_text()
     mermaid = "../" + offline.asset("mermaid", "mermaid.min.js")
     assert f'<script src="{mermaid}"></script>' in architecture and (site / offline.asset("mermaid", "mermaid.min.js")).exists()
-    ot = (site / "api" / "ssot.ot" / "index.html").read_text()
-    assert f'src="../../{offline.asset("katex", "katex.min.js")}"' in ot
+    ot = (site / "api" / "ssot" / "ot" / "index.html").read_text()
+    assert f'src="../../../{offline.asset("katex", "katex.min.js")}"' in ot
     for name, version in offline.VENDORED.items():
         assert (REPO / "docs" / "assets" / "vendor" / f"{name}-{version}" / "LICENSE").exists(), name
 
@@ -270,7 +281,7 @@ def test_pages_draw_their_diagram_and_maths_with_the_network_cut(site, tmp_path)
 
     diagram = re.search(r'class="mermaid"[^>]*>\s*(<svg.*?</svg>)', dom(probe), flags=re.S)
     assert diagram is not None and "ssot.results" in diagram[1]  # the diagram, its boxes drawn
-    maths = dom(site / "api" / "ssot.ot" / "index.html")
+    maths = dom(site / "api" / "ssot" / "ot" / "index.html")
     assert maths.count('class="katex"') > 10 and "katex-error" not in maths
 
 
