@@ -15,7 +15,11 @@ each docstring's reST into Markdown before mkdocstrings parses its NumPy section
 - **References**: ``.. [1] ...`` becomes an anchored entry and a citation ``[1]_`` a link to it,
   found in the docstring itself or in an enclosing one (the module's).
 - **Literal blocks** (a paragraph ending in ``::`` and an indented block) become fenced code.
-- **Simple tables** (``=====  =====`` borders) become Markdown tables.
+- **Simple tables** (``=====  =====`` borders) become Markdown tables, **definition lists** (a
+  term, its definition indented below) ``def_list``'s.
+- **NumPy items** written ``name : what it is`` (prose where NumPy puts a type, as this project
+  often does) become the name with that prose as its description; types lose their markup
+  (mkdocstrings shows them as code).
 - **Documented attributes**: ``#:`` comments above an assignment (or after it on its line), as
   Sphinx's autodoc reads them, become the attribute's docstring.
 
@@ -49,7 +53,7 @@ _NAMED_ITEM = re.compile(r"^(\*{0,2}\w+(?:, \*{0,2}\w+)*) : (.+)$")
 NAMED_SECTIONS = ("parameters", "other parameters", "attributes", "raises", "warns", "receives")
 #: NumPy sections whose items start with a type (``type`` or ``name : type``).
 TYPED_SECTIONS = ("returns", "yields")
-# One scan of a text line: a role, a code span (kept), a citation.
+# One scan of running text: a role, a code span (kept as it is), a citation.
 _INLINE = re.compile(
     r"(?P<role>:(?:py:)?(?P<name>[a-z]+):`(?P<text>[^`]+)`)"
     r"|(?P<code>``.+?``|`[^`]+`)"
@@ -89,9 +93,15 @@ class SphinxComments(griffe.Extension):
     """Give every attribute documented by ``#:`` comments (and no docstring) that comment as docstring."""
 
     def on_attribute(self, *, attr: griffe.Attribute, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
-        if attr.docstring is None and (text := comment_docstring(attr)):
-            attr.docstring = griffe.Docstring(text, lineno=attr.lineno, endlineno=attr.lineno, parent=attr,
-                                              parser=loader.docstring_parser, parser_options=loader.docstring_options)
+        attach_comment(attr, loader)
+
+
+def attach_comment(attr: griffe.Attribute, loader: griffe.GriffeLoader) -> None:
+    """Make ``attr``'s ``#:`` comment its docstring, parsed as the loader parses docstrings (when it
+    has a comment and no docstring)."""
+    if attr.docstring is None and (text := comment_docstring(attr)):
+        attr.docstring = griffe.Docstring(text, lineno=attr.lineno, endlineno=attr.lineno, parent=attr,
+                                          parser=loader.docstring_parser, parser_options=loader.docstring_options)
 
 
 # --- the project's names -------------------------------------------------------------------------
@@ -495,24 +505,14 @@ class SphinxToMarkdown(griffe.Extension):
     """mkdocstrings' extension: the ``#:`` comments as docstrings, then every docstring of the
     project's packages rewritten from reST to Markdown (the module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.links = 0
-        self.codes = 0
-
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         if pkg.name not in project_packages():
             return
         index = project_index()
         for obj in walk(pkg):
-            if obj.is_attribute and obj.docstring is None and (text := comment_docstring(obj)):
-                obj.docstring = griffe.Docstring(text, lineno=obj.lineno, endlineno=obj.lineno, parent=obj,
-                                                 parser=loader.docstring_parser, parser_options=loader.docstring_options)
-        documented = [obj for obj in walk(pkg) if obj.docstring is not None]
-        citations = {obj.path: citation_anchors(obj) for obj in documented}  # before any docstring changes
-        for obj in documented:
-            if obj.docstring is not None:
-                renderer = Renderer(index, scopes_of(obj), citations[obj.path])
-                obj.docstring.value = renderer.render(obj.docstring.value)
-                self.links += renderer.links
-                self.codes += renderer.codes
+            if obj.is_attribute:
+                attach_comment(obj, loader)
+        described = [obj for obj in walk(pkg) if obj.docstring is not None]
+        citations = {obj.path: citation_anchors(obj) for obj in described}  # before any docstring changes
+        for obj in described:
+            obj.docstring.value = Renderer(index, scopes_of(obj), citations[obj.path]).render(obj.docstring.value)

@@ -12,8 +12,12 @@ pages that need them:
   the theme's: the theme draws with a ``mermaid`` already loaded and fetches it from unpkg.com
   only when there is none.
 
-To update one: ``npm pack katex@<version>`` (or ``mermaid@<version>``), copy the same files into a
-folder named after the new version, and change :data:`VENDORED`.
+Where the files come from (npm's registry, ``npm pack``): ``katex-0.16.47.tgz`` (sha256
+``ad2d1ab2f7fcc227019784320e8a2c5218ff6bb333b36df4136d10365ae29375``): ``dist/katex.min.js``,
+``dist/katex.min.css``, ``dist/fonts/*.woff2``, ``LICENSE``; ``mermaid-11.17.2.tgz`` (sha256
+``6ad2f42c3fc26bbf9e45cbb6d11898972573ea52b33a5f4ff51952899f950ffd``): ``dist/mermaid.min.js``
+(the build the theme would fetch: ``mermaid@11``), ``LICENSE``. Both MIT. To update one, pack the
+new version, copy the same files into a folder named after it, and change :data:`VENDORED`.
 """
 from __future__ import annotations
 
