@@ -52,7 +52,8 @@ class MarginalInfo:
     kind : {"log", "linear", "categorical"}
         How the axis is drawn.
     grid : list
-        The values where the effect is estimated (the choices of a categorical axis).
+        The values where the effect is estimated; on a categorical axis its choices in their order
+        (also without an estimate: the axis keeps that order, 64 before 256 before 1024).
     estimate : numpy.ndarray
         The forest's partial dependence at each grid value (accuracy in [0, 1]); empty with a
         ``note``.
@@ -131,8 +132,8 @@ def marginal_infos(
     raw = {p: results[p].to_numpy() for p in dists}
     if len(results) < MIN_TRIALS or not dists:
         note = f"not estimated: fitted only on at least {MIN_TRIALS} trials; this view has {len(results)}"
-        return [MarginalInfo(p, _grid(d)[2], [], np.array([]), raw[p], acc, len(results), note)
-                for p, d in dists.items()]
+        return [MarginalInfo(p, kind, grid if kind == "categorical" else [], np.array([]), raw[p], acc, len(results), note)
+                for p, d in dists.items() for grid, _, kind in [_grid(d)]]
     from sklearn.ensemble import RandomForestRegressor  # lazily: optional at import time
 
     features = np.column_stack([_encode(d, results[p]) for p, d in dists.items()])

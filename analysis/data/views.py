@@ -19,22 +19,31 @@ as Ray's ``ASHAScheduler`` (one bracket) computes them; ``tune/`` records ``earl
 For older folders that do not record them, the rungs are the epochs at which early-stopped trials
 stopped.
 
-The default view (:func:`default_view`) of an ASHA search is the highest rung that at least half
-of the experiment's trials reached (the last epoch counting as the final-epoch view); when no
-rung is reached by half of them, the lowest rung. Any other search defaults to ``"final"``.
+The default view (:func:`default_view`) is ``"final"``, the view of the tables (the cross-task
+table, ``best_config.json`` and the best-trial rule all use the final epoch); only a search whose
+trials have not reached the last epoch yet (still running) opens on its highest rung that has
+trials. The rung views stay one click away.
+
+Trust in early stopping: :func:`rung_correlations` gives, per rung, the Spearman rank correlation
+between the trials' value at that rung and at the final epoch, among the trials that reached both
+(DeepCAVE's budget correlation; :func:`correlation_strength` names it in DeepCAVE's words).
 
 References
 ----------
 L. Li, K. Jamieson, A. Rostamizadeh, E. Gonina, J. Ben-tzur, M. Hardt, B. Recht, A. Talwalkar.
 "A System for Massively Parallel Hyperparameter Tuning". MLSys 2020.
+R. Sass, E. Bergman, A. Biedenkapp, F. Hutter, M. Lindauer. "DeepCAVE: An Interactive Analysis
+Tool for Automated Machine Learning". ReALML workshop at ICML 2022 (its budget-correlation plugin).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.data.experiments import Experiment
@@ -51,6 +60,10 @@ __all__ = [
     "view_subtitle",
     "experiment_views",
     "default_view",
+    "spearman",
+    "rung_correlations",
+    "correlation_strength",
+    "STRONG_CORRELATION",
 ]
 
 _EPOCH_VIEW = re.compile(r"^epoch(\d+)$")
@@ -194,19 +207,85 @@ def _epoch_of(key: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def default_view(views: list[View], n_trials: int) -> str:
-    """The view a dashboard opens on (rule in the module docstring).
+def default_view(views: list[View]) -> str:
+    """The view a dashboard opens on: ``"final"`` (the tables' view) when a trial reached the last
+    epoch; otherwise (a search still running) its highest rung that has a trial, else ``"best"``.
 
     Parameters
     ----------
     views : list of View
         From :func:`experiment_views`.
-    n_trials : int
-        Every trial of the experiment (the ``table`` rows, whatever their status).
     """
-    ladder = [v for v in views if v.key.startswith("epoch")]
-    if not ladder:
+    counts = {v.key: v.n_trials for v in views}
+    if counts.get("final", 0) > 0 or not views:
         return "final"
-    ladder += [v for v in views if v.key == "final"]
-    reached = [v for v in ladder if 2 * v.n_trials >= n_trials and v.n_trials > 0]
-    return reached[-1].key if reached else ladder[0].key
+    rungs = [v for v in views if v.key.startswith("epoch") and v.n_trials > 0]
+    return rungs[-1].key if rungs else "best"
+
+
+#: DeepCAVE's reading of a budget correlation: at least this is a "very strong" relationship, the
+#: level at which it says a lower budget stands in for the highest one.
+STRONG_CORRELATION = 0.7
+
+#: DeepCAVE's categories of a correlation (lower bound, words), strongest first.
+_STRENGTHS: tuple[tuple[float, str], ...] = (
+    (0.70, "very strong"), (0.40, "strong"), (0.30, "moderate"), (0.20, "weak"), (-math.inf, "negligible"),
+)
+
+
+def correlation_strength(rho: float) -> str:
+    """DeepCAVE's words for a rank correlation: very strong (>= 0.7), strong (0.4-0.7), moderate
+    (0.3-0.4), weak (0.2-0.3), negligible (below 0.2, negative included; ``"negative"`` is added for
+    a value below -0.2), ``"undefined"`` for NaN."""
+    if not math.isfinite(rho):
+        return "undefined"
+    words = next(words for low, words in _STRENGTHS if rho >= low)
+    return "negative" if rho <= -0.2 else words
+
+
+def spearman(a: Any, b: Any) -> float:
+    """Spearman's rank correlation of two equally long sequences (ties get their average rank),
+    NaN for fewer than 3 pairs or a constant sequence."""
+    x = pd.Series(np.asarray(a, dtype=float)).rank(method="average").to_numpy()
+    y = pd.Series(np.asarray(b, dtype=float)).rank(method="average").to_numpy()
+    if len(x) != len(y):
+        raise ValueError(f"The sequences must have one length. Got {len(x)} and {len(y)} instead.")
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def rung_correlations(experiment: Experiment, metric_name: str | None = None) -> pd.DataFrame:
+    """How well each ASHA rung ranks the trials as the final epoch does.
+
+    Parameters
+    ----------
+    experiment : Experiment
+    metric_name : str, optional
+        The metric compared; default the search's own (``experiment.metric``, what ASHA compared).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per rung below the last epoch (:func:`rung_epochs`), in increasing epoch:
+        ``rung`` (the epoch), ``n`` (trials that recorded both the rung and the last epoch) and
+        ``spearman`` (:func:`spearman` of their values at the rung and at the last epoch; NaN for
+        fewer than 3). Empty for a search without rungs. A diverged trial's placeholder epoch
+        counts as neither.
+    """
+    name = metric_name or experiment.metric
+    table = trial_model.trial_table(experiment.trials, experiment.max_epochs, list(experiment.space))
+    rows = trial_model.without_placeholders(experiment.trials)
+    if name not in rows:
+        return pd.DataFrame({"rung": pd.Series(dtype=int), "n": pd.Series(dtype=int), "spearman": pd.Series(dtype=float)})
+    values = rows.assign(value=pd.to_numeric(rows[name], errors="coerce")).dropna(subset=["value"])
+    values = values.drop_duplicates(["trial_id", "epoch"], keep="last").pivot(index="trial_id", columns="epoch", values="value")
+    final = experiment.max_epochs
+    out = []
+    for rung in rung_epochs(experiment, table):
+        if rung not in values or final not in values:
+            out.append({"rung": rung, "n": 0, "spearman": math.nan})
+            continue
+        both = values[[rung, final]].dropna()
+        out.append({"rung": rung, "n": len(both), "spearman": spearman(both[rung], both[final])})
+    return pd.DataFrame(out, columns=["rung", "n", "spearman"]).astype({"rung": int, "n": int, "spearman": float})
