@@ -9,6 +9,14 @@ is its command.
 """
 
 from analysis.dashboard.images import export_images
-from analysis.dashboard.page import DASHBOARD_FILE, FIGURES_DIR, DashboardResult, build_dashboard, output_paths
+from analysis.dashboard.page import (
+    DASHBOARD_FILE,
+    FIGURES_DIR,
+    DashboardResult,
+    build_dashboard,
+    figures_folder,
+    output_paths,
+)
 
-__all__ = ["DASHBOARD_FILE", "FIGURES_DIR", "DashboardResult", "build_dashboard", "export_images", "output_paths"]
+__all__ = ["DASHBOARD_FILE", "FIGURES_DIR", "DashboardResult", "build_dashboard", "export_images", "figures_folder",
+           "output_paths"]
