@@ -17,15 +17,19 @@ FEW = 5
 
 
 def _verdict(rung: int, n: int, rho: float) -> str:
+    """What one rung's correlation says about the trials ASHA stopped there."""
     if n < 3 or not math.isfinite(rho):
-        return (f"epoch {rung}: too few trials reached both it and the last epoch ({n}) to say how well it ranks them")
+        return f"epoch {rung}: too few trials reached both it and the last epoch ({n}) to say how well it ranks them"
+    head = f"epoch {rung}: ρ = {rho:.2f} ({correlation_strength(rho)}, n = {n}): "
     few = f"; only {n} trials, so this is a rough indication" if n < FEW else ""
     if rho >= STRONG_CORRELATION:
-        return (f"epoch {rung}: ρ = {rho:.2f} ({correlation_strength(rho)}, n = {n}): ranking trials there keeps the "
-                f"final epoch's order, so the trials ASHA stopped at epoch {rung} would most likely have ended behind{few}")
-    return (f"epoch {rung}: ρ = {rho:.2f} ({correlation_strength(rho)}, n = {n}): epoch {rung} ranks trials unlike the "
-            "final epoch, so ASHA may have stopped trials that would have ended best (a larger --grace-period, or "
-            f"--no-early-stop, avoids it){few}")
+        return (head + "ranking trials there keeps the final epoch's order, so the trials ASHA stopped at epoch "
+                f"{rung} would most likely have ended behind{few}")
+    if rho >= 0.4:
+        return (head + "the rung mostly keeps the final epoch's order, but not reliably: a trial stopped there could "
+                f"have ended among the best (a larger --grace-period, or --no-early-stop, would show it){few}")
+    return (head + f"epoch {rung} ranks trials unlike the final epoch, so ASHA may well have stopped the trials that "
+            f"would have ended best (a larger --grace-period, or --no-early-stop, avoids it){few}")
 
 
 def rungs_html(experiment: Experiment) -> str:
@@ -46,8 +50,8 @@ def rungs_html(experiment: Experiment) -> str:
                f"scheduler compared trials and stopped the worse ones) and at the final epoch ({experiment.max_epochs}), "
                "among the n trials that reached both. DeepCAVE reads ρ ≥ 0.7 as a very strong relationship: the rung "
                "then ranks trials as the final epoch would, and stopping there loses little. The n trials are those "
-               "ASHA let through, the better ones; among such a narrow set a rank correlation is lower than over all "
-               "trials, so a low ρ here is a warning rather than a proof.")
+               "ASHA let through, the better ones; over such a narrow set a rank correlation tends to be lower than "
+               "over all trials, so a low ρ here is a warning rather than a proof.")
     verdicts = "".join(f"<li>{html.escape(_verdict(int(r.rung), int(r.n), float(r.spearman)))}</li>" for r in rows.itertuples())
     return (f'{heading}<p class="note">{explain}</p><table class="rungs"><thead><tr><th>rung (epoch)</th>'
             "<th>n (trials at the rung and the final epoch)</th><th>Spearman ρ</th><th>DeepCAVE reads</th></tr></thead>"
