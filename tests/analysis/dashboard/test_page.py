@@ -11,7 +11,7 @@ import pytest
 from analysis.dashboard import build_dashboard
 from analysis.data.experiments import NoExperimentsError
 from tests.fixtures.browser import PlotScanner, chromium, console_lines, open_in_chromium
-from tests.fixtures.experiments import digest, write_edge_tpe
+from tests.fixtures.experiments import digest, with_meta, write_edge_tpe
 from tests.fixtures.figures import page_figures, values
 
 
@@ -201,3 +201,20 @@ def test_trial_table_sorts_and_marks_the_clicked_trial_in_chromium(dashboard: Pa
     marked = dict(re.findall(r'<div class="plot[^"]*" id="(e0-[^"]+)"[^>]*data-marked="([^"]*)"', dom))
     assert marked["e0-history"] == "t1" and marked["e0-curves"] == "t1" and marked["e0-heat0-final"] == "t1"
     assert re.search(r'data-hash="#task=e0&amp;mode=final&amp;trial=t1"', dom)
+
+
+def test_searches_of_different_budgets_are_labelled_where_they_are_compared(tmp_path: Path) -> None:
+    same = tmp_path / "same"
+    write_edge_tpe(same / "a" / "A2D", task="A2D")
+    write_edge_tpe(same / "b" / "P2I", task="P2I")
+    page = build_dashboard(same, images=False, n_boot=0).path.read_text(encoding="utf-8")
+    assert "All 2 searches had one budget: 7 trials × 4 epochs" in page and "Different budgets" not in page
+    # a second search of P2I, twice as long: the table says it had another budget, and which
+    longer = with_meta(write_edge_tpe(same / "c" / "P2I", task="P2I"), name="longer", max_epochs=8)
+    page = build_dashboard(same, images=False, n_boot=0).path.read_text(encoding="utf-8")
+    note = re.search(r'<p class="budget-note differs">(.*?)</p>', page).group(1)
+    assert "Different budgets: these searches are not compared as equals." in note
+    assert "epochs per trial (max_epochs): 4 (A2D/tpe-exp, P2I/tpe-exp), 8 (P2I/longer)" in note
+    assert "trials planned" not in note and "searched space" not in note  # only what differs
+    assert page.count('<span class="budget-max_epochs differs">') == 3
+    assert '<span class="budget-max_epochs differs">8 epochs</span>' in page and longer.is_dir()
