@@ -1,7 +1,8 @@
 """The sensitivity dashboard: one self-contained HTML page and static figures for papers.
 
 :func:`build_dashboard` (:mod:`analysis.dashboard.page`) assembles the page from the sections of
-each experiment (:mod:`analysis.dashboard.sections`, :mod:`analysis.dashboard.regret`), the
+each experiment (:mod:`analysis.dashboard.sections`, :mod:`analysis.dashboard.rungs`,
+:mod:`analysis.dashboard.trials_table`, :mod:`analysis.dashboard.regret`), the
 paper's other analyses (:mod:`analysis.dashboard.paper_section`) and the page template
 (:mod:`analysis.dashboard.template`); :mod:`analysis.dashboard.static` and
 :mod:`analysis.dashboard.images` write the static figures. ``python analysis/sensitivity.py``

@@ -3,14 +3,20 @@
 :func:`build_dashboard` reads every experiment under a results folder and writes
 
 * ``dashboard.html``: plotly.js is inlined (no network access at view time); a task selector;
-  a selector of the views (:mod:`analysis.data.views`: accuracy at each ASHA rung, final-epoch,
-  best-reached); per experiment and view its heatmaps, parallel coordinates, importances (fANOVA
-  and PED-ANOVA) and marginal effects, its learning curves and best config; a banner on a search
-  still running; a cross-task table beside the paper's accuracies; a "Warnings" box listing every
-  problem found (and any script error);
-* ``figures/<task>__<experiment>__<x>__<y>.pdf`` and ``.png``: each heatmap of the experiment's
-  default view, and ``<task>__<experiment>__curves.*``, the learning curves, for papers, drawn
-  with matplotlib (no browser needed; ``image_backend="plotly"`` uses kaleido instead).
+  a selector of the views (:mod:`analysis.data.views`: the final epoch, which every experiment
+  opens on, accuracy at each ASHA rung, best-reached); per experiment its budget, the view's best
+  trial (in percent, as everywhere), the best config, the optimisation history, the rank
+  correlation of each ASHA rung with the final epoch (:mod:`analysis.dashboard.rungs`), per view
+  its heatmaps (one colour range per task), importances (fANOVA and PED-ANOVA with bootstrap
+  intervals, a note when they disagree), parallel coordinates and marginal effects, its learning
+  curves, a sortable table of its trials linked to the plots (:mod:`analysis.dashboard.trials_table`)
+  and the validators' regret; a banner on a search still running; a cross-task table beside the
+  paper's accuracies that says when the searches it compares had different budgets; a
+  "Warnings" box listing every problem found (and any script error);
+* ``figures/<task>__<experiment>__<x>__<y>.pdf`` and ``.png`` (the folder beside the page, named
+  after it, :func:`figures_folder`): each heatmap of the experiment's default view, and
+  ``<task>__<experiment>__curves.*``, the learning curves, for papers, drawn with matplotlib (no
+  browser needed; ``image_backend="plotly"`` uses kaleido instead).
 
 Only these derived files are written; the experiment folders are never modified. Plots are drawn
 lazily in the browser when their section is shown, so large result folders open quickly.
