@@ -91,7 +91,8 @@ def _grid_cells(space: Mapping[str, Any]) -> int:
 def search_budget(experiment: Experiment) -> Budget:
     """The budget ``experiment.json`` records for ``experiment``."""
     meta = experiment.meta or {}
-    space = meta.get("space") if isinstance(meta.get("space"), Mapping) else {}
+    raw = meta.get("space")
+    space: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     samples = meta.get("num_samples")
     trials = int(samples) * _grid_cells(space) if isinstance(samples, (int, float)) and math.isfinite(samples) else None
     rungs = asha_rungs(meta)
