@@ -1,15 +1,21 @@
 """Sensitivity heatmaps and the interactive dashboard of every experiment under a results folder.
 
     python analysis/sensitivity.py RESULTS_DIR          # or: python -m analysis.sensitivity
+    python analysis/sensitivity.py RESULTS_DIR --out reports/p2h.html   # + reports/p2h_figures/
     python analysis/sensitivity.py s3://bucket/ssot --out dashboard.html   # object storage
     # -> RESULTS_DIR/dashboard.html (self-contained, opens offline)
     #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
     #    the experiment's default view) and <task>__<experiment>__curves.pdf/.png, drawn with
     #    matplotlib: no browser needed (--image-backend plotly uses kaleido and Chromium instead)
 
-An ASHA search opens on the highest rung that at least half of its trials reached (the figures
-say which view and how many trials they use); the final-epoch view is one click away.
-A search still running is drawn as far as it got, with a banner saying that it is partial.
+The figures go beside the page, in a folder named after it (``figures/`` beside ``dashboard.html``,
+``<name>_figures/`` beside ``--out <name>.html``), so that a second dashboard of the same results
+with another ``--out`` has its own; ``--figures-dir`` puts them elsewhere.
+
+Every search opens on its final-epoch view (the one the tables and the best trial use); the rung
+views of an ASHA search are one click away. A search still running is drawn as far as it got,
+with a banner saying that it is partial. Importances carry bootstrap intervals
+(``--bootstrap N`` resamples, default 200; about 0.15 s per resample of 20 trials on a CPU core).
 
 The dashboard also draws the paper's other analyses found under RESULTS_DIR (run records of
 ``tune/ablation.py``, ``tune/solvers.py``, ``tune/final.py`` or ``--out``, and t-SNE files of
@@ -51,11 +57,24 @@ def _bins(text: str) -> str | int | list[float]:
     return number
 
 
+def _resamples(text: str) -> int:
+    """Parse ``--bootstrap``: a number of resamples, 0 or more."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of resamples (0 or more), got {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line (it imports the dashboard's figure modules: :func:`main` builds it
     under :func:`ssot.cli.run`, so Ctrl-C during those imports is ``interrupted``, exit 130)."""
     from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR
+    from analysis.dashboard.page import FIGURES_SUFFIX
     from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS
+    from analysis.data.importance import N_BOOT
 
     parser = argparse.ArgumentParser(
         prog="python analysis/sensitivity.py",
@@ -65,9 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix "
                              "(the storage path of tune/search.py; then --out is required)")
     parser.add_argument("--out", type=Path, default=None,
-                        help=f"HTML file to write (default: RESULTS_DIR/{DASHBOARD_FILE})")
+                        help=f"HTML file to write (default: RESULTS_DIR/{DASHBOARD_FILE}); its static figures go "
+                             f"beside it, into {FIGURES_DIR}/ for {DASHBOARD_FILE}, <name>{FIGURES_SUFFIX}/ for <name>.html")
     parser.add_argument("--figures-dir", type=Path, default=None,
-                        help=f"folder of the static heatmaps (default: RESULTS_DIR/{FIGURES_DIR})")
+                        help="folder of the static figures (default: beside the page, named after it, see --out)")
     parser.add_argument("--format", choices=FORMATS, nargs="+", default=list(DEFAULT_FORMATS),
                         help="static figure formats (default: pdf png)")
     parser.add_argument("--image-backend", choices=BACKENDS, default="matplotlib",
@@ -85,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "linear axes), a number of equal-width bins (in log space on log "
                              "axes), or comma-separated edges; grid searches always keep one "
                              "cell per grid value")
+    parser.add_argument("--bootstrap", type=_resamples, default=N_BOOT, metavar="N",
+                        help=f"bootstrap resamples of the importances' intervals (default {N_BOOT}; 0: no intervals, "
+                             "the fastest)")
     parser.add_argument("--paper-csv", type=Path, default=None,
                         help="the paper's accuracies (default: ssot/paper_accuracy.csv)")
     return parser
@@ -124,7 +147,7 @@ def dashboard(args: argparse.Namespace) -> int:
     result = build_dashboard(
         args.results_dir, out=args.out, figures_dir=args.figures_dir,
         images=not args.no_images, image_format=args.format, bins=args.bins,
-        image_backend=args.image_backend, paper_csv=args.paper_csv,
+        image_backend=args.image_backend, paper_csv=args.paper_csv, n_boot=args.bootstrap,
     )
     for problem in result.problems:
         print(problem, file=sys.stderr)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.charts.style import TEMPLATE, add_marks, empty_figure, figure_title
 from analysis.data.frames import curves_subtitle
-from analysis.charts.style import TEMPLATE, empty_figure, figure_title
 from analysis.style import status_groups
 
 __all__ = ["learning_curves_figure"]
@@ -97,4 +97,5 @@ def learning_curves_figure(
         legend={"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
         margin={"t": 70},
     )
-    return figure
+    marks = {str(t): (list(trial["epoch"]), list(100 * trial["target_acc"])) for t, trial in curves.groupby("trial_id", sort=False)}
+    return add_marks(figure, marks, lines=True)

@@ -2,16 +2,19 @@
 
 Draws a :class:`~analysis.data.bins.HeatmapInfo` (the matplotlib rendering of the same info is
 :func:`analysis.mpl.figures.heatmap_figure_mpl`). Plain SVG traces (no WebGL), so they render in
-any browser, headless ones and static exports included. Accuracies are shown in percent.
+any browser, headless ones and static exports included. Accuracies are shown in percent, on the
+colour range given (the dashboard gives every heatmap of a task one range,
+:func:`analysis.data.bins.color_range`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
+from analysis.charts.style import COLORSCALE, TEMPLATE, add_marks, empty_figure, figure_title, param_label
 from analysis.data.bins import HeatmapInfo, heatmap_notes
 from analysis.data.views import view_subtitle
-from analysis.charts.style import COLORSCALE, TEMPLATE, empty_figure, param_label, figure_title
 
 __all__ = ["heatmap_figure"]
 
@@ -21,7 +24,7 @@ def _cell_hover(info: HeatmapInfo, cy: int, cx: int) -> str:
     head = f"{x.param} {x.hover_labels[cx]}<br>{y.param} {y.hover_labels[cy]}"
     if info.count[cy, cx] == 0:
         return f"{head}<br>no trial"
-    star = "<br><b>★ best trial overall</b>" if info.best_cell == (cy, cx) else ""
+    star = "<br><b>★ best trial of this view</b>" if info.best_cell == (cy, cx) else ""
     return (
         f"{head}{star}<br>best acc {100 * info.best[cy, cx]:.2f}%"
         f"<br>mean acc {100 * info.mean[cy, cx]:.2f}%"
@@ -43,7 +46,8 @@ def _cell_text(info: HeatmapInfo, show_values: bool) -> list[list[str]]:
     return text
 
 
-def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = True) -> go.Figure:
+def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = True,
+                   zrange: tuple[float, float] | None = None) -> go.Figure:
     """Draw a sensitivity heatmap: each cell's best accuracy, the best trial's cell starred.
 
     Parameters
@@ -54,6 +58,9 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
         Figure title (the view's label and number of trials are added below it).
     show_values : bool
         Print each cell's best accuracy in it, as in the paper's figure.
+    zrange : (float, float), optional
+        The accuracies (in [0, 1]) at the two ends of the colour scale; default this heatmap's
+        own lowest and highest cell. Always written into the figure (``zmin``/``zmax``, in %).
 
     Notes
     -----
@@ -65,12 +72,14 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
     subtitle = view_subtitle(info.mode, info.n_trials + info.n_unplaced)
     if info.n_trials == 0:
         return empty_figure(title, subtitle, "no trial in this view")
+    low, high = zrange if zrange is not None else (float(np.nanmin(info.best)), float(np.nanmax(info.best)))
     hover = [[_cell_hover(info, cy, cx) for cx in range(len(info.x))] for cy in range(len(info.y))]
     heatmap = go.Heatmap(
         z=100 * info.best, x=list(info.x.labels), y=list(info.y.labels), customdata=hover,
         text=_cell_text(info, show_values), texttemplate="%{text}",
         hovertemplate="%{customdata}<extra></extra>", hoverongaps=False,
-        colorscale=COLORSCALE, colorbar={"title": {"text": "target acc (%)", "side": "right"}},
+        colorscale=COLORSCALE, zmin=100 * low, zmax=100 * high, zauto=False,
+        colorbar={"title": {"text": "target acc (%)", "side": "right"}},
         xgap=1, ygap=1, name="cells",
     )
     figure = go.Figure(heatmap)
@@ -94,4 +103,5 @@ def heatmap_figure(info: HeatmapInfo, title: str = "", *, show_values: bool = Tr
              "showarrow": False, "xanchor": "left", "font": {"size": 10, "color": "#666"}}
         ],
     )
-    return figure
+    marks = {trial: ([info.x.labels[cx]], [info.y.labels[cy]]) for trial, (cy, cx) in info.cells.items()}
+    return add_marks(figure, marks)

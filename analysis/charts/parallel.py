@@ -11,10 +11,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from analysis.charts.style import COLORSCALE, TEMPLATE, add_marks, empty_figure, figure_title, param_label
 from analysis.data.experiments import ParamSpec
 from analysis.data.frames import format_value
 from analysis.data.views import view_subtitle
-from analysis.charts.style import COLORSCALE, TEMPLATE, empty_figure, figure_title, param_label
 
 __all__ = ["parallel_figure"]
 
@@ -147,4 +147,5 @@ def parallel_figure(
         yaxis={"visible": False, "range": [-0.05, 1.05]}, hovermode="closest",
         margin={"t": 70},
     )
-    return figure
+    marks = {str(t): (x_positions, matrix[row].tolist()) for row, t in enumerate(results["trial_id"])}
+    return add_marks(figure, marks, lines=True)

@@ -6,11 +6,13 @@ status, shared with matplotlib, are :data:`analysis.style.STATUS_STYLE`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
-__all__ = ["PARAM_LABELS", "COLORSCALE", "TEMPLATE", "param_label", "figure_title", "empty_figure"]
+__all__ = ["PARAM_LABELS", "COLORSCALE", "TEMPLATE", "MARK_TRACE", "param_label", "figure_title", "empty_figure",
+           "add_marks"]
 
 #: Axis titles of the known hyperparameters (Plotly's HTML subset).
 PARAM_LABELS: dict[str, str] = {
@@ -59,4 +61,36 @@ def empty_figure(text: str, subtitle: str, message: str) -> go.Figure:
         title=figure_title(text, subtitle), xaxis={"visible": False}, yaxis={"visible": False},
         template=TEMPLATE, height=420, margin={"t": 70},
     )
+    return figure
+
+
+#: The name of the trace that marks the trial selected in the dashboard's trial table: a figure's
+#: last trace, empty until a trial is selected.
+MARK_TRACE = "selected trial"
+_MARK_COLOR = "#ff1493"
+
+
+def add_marks(figure: go.Figure, marks: Mapping[str, tuple[Sequence[Any], Sequence[Any]]], *, lines: bool = False) -> go.Figure:
+    """Let the dashboard mark one trial on ``figure``.
+
+    Adds an empty last trace (:data:`MARK_TRACE`) and stores where each trial lies in the
+    figure's ``layout.meta["marks"]`` (trial id -> ``[xs, ys]``); the page's script copies the
+    selected trial's coordinates into that trace (:mod:`analysis.dashboard.template`).
+
+    Parameters
+    ----------
+    figure : plotly.graph_objects.Figure
+    marks : Mapping of str to (xs, ys)
+        Each trial's points on this figure (one cell, one point, or a line).
+    lines : bool
+        Draw the mark as a line through its points (learning curves, parallel coordinates)
+        instead of open circles (heatmap cells, points).
+    """
+    style: dict[str, Any] = (
+        {"mode": "lines+markers", "line": {"color": _MARK_COLOR, "width": 4}, "marker": {"size": 7, "color": _MARK_COLOR}}
+        if lines else
+        {"mode": "markers", "marker": {"symbol": "circle-open", "size": 20, "color": _MARK_COLOR, "line": {"width": 3}}}
+    )
+    figure.add_trace(go.Scatter(x=[], y=[], name=MARK_TRACE, showlegend=False, hoverinfo="skip", **style))
+    figure.update_layout(meta={"marks": {str(t): [list(xs), list(ys)] for t, (xs, ys) in marks.items()}})
     return figure

@@ -26,6 +26,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from analysis.charts.paper import class_weight_plotly, feature_map_plotly, solver_plotly
 from analysis.data.paper_runs import (
     FigureError,
     class_weight_info,
@@ -34,7 +35,6 @@ from analysis.data.paper_runs import (
     has_class_weights,
     solver_info,
 )
-from analysis.charts.paper import class_weight_plotly, feature_map_plotly, solver_plotly
 from ssot.results.experiment import Problem
 
 __all__ = ["PaperSection", "paper_section", "MAX_CLASS_WEIGHT_PLOTS"]

@@ -6,8 +6,8 @@ import html
 
 import plotly.graph_objects as go
 
-from analysis.data.proxy import proxy_info, reference_path
 from analysis.charts.proxy import proxy_figure
+from analysis.data.proxy import proxy_info, reference_path
 from ssot.errors import SSOTError
 from ssot.results import storage
 from ssot.results.experiment import Experiment

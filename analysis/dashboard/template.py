@@ -5,8 +5,11 @@ Kept in a Python module so that it ships with the package without any package-da
 The script draws a plot the first time its container becomes visible, records every script
 error in the page's "Warnings" box, and reads/writes the selection in the URL fragment
 (``#task=e0&mode=best``, ``mode=epoch5`` for an ASHA rung, ``&view=all`` shows every experiment
-in every view) so that a view can be linked to. The view selector is rebuilt for each experiment
-from ``VIEWS`` (its views and its default view, :mod:`analysis.data.views`).
+in every view, ``&trial=ID`` the trial selected in the trial table) so that a view can be linked
+to. The view selector is rebuilt for each experiment from ``VIEWS`` (its views and its default
+view, :mod:`analysis.data.views`). The trial tables sort by a clicked column header; a clicked row
+(or a clicked point of the optimisation history) selects its trial, which every figure carrying
+marks (``layout.meta.marks``, :func:`analysis.charts.style.add_marks`) draws in its last trace.
 """
 
 PAGE = r"""<!DOCTYPE html>
@@ -47,6 +50,27 @@ PAGE = r"""<!DOCTYPE html>
   h2 small { font-weight: normal; color: #666; font-size: 14px; }
   .partial { border: 2px solid #d97706; background: #fff4e0; padding: 8px 12px; border-radius: 4px;
              font-size: 14px; }
+  table.trials, table.rungs, table.regret { border-collapse: collapse; font-size: 13px; background: #fff; }
+  table.trials th, table.trials td, table.rungs th, table.rungs td, table.regret th, table.regret td {
+    border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
+  table.trials th, table.rungs th, table.regret th { background: #f0f0f0; position: sticky; top: 0; }
+  table.trials td:nth-child(-n+2), table.regret td:first-child, table.trials td:last-child { text-align: left; }
+  table.sortable th { cursor: pointer; user-select: none; }
+  table.sortable th[aria-sort="ascending"]::after { content: " \25B2"; font-size: 10px; }
+  table.sortable th[aria-sort="descending"]::after { content: " \25BC"; font-size: 10px; }
+  table.trials tr.trial-row { cursor: pointer; }
+  table.trials tr.trial-row:hover { background: #eef4ff; }
+  table.trials tr.selected { background: #ffe3f1 !important; outline: 2px solid #ff1493; }
+  table.regret tr.best-row { background: #eaf7ee; font-weight: bold; }
+  .table-wrap { max-height: 420px; overflow: auto; display: inline-block; border: 1px solid #e3e3e3; }
+  .note { color: #444; font-size: 13px; max-width: 1100px; }
+  .note.disagree { border-left: 3px solid #f58518; padding-left: 8px; }
+  .budget-note.differs { border: 1px solid #d97706; background: #fff4e0; padding: 6px 10px; border-radius: 4px;
+                         font-size: 13px; max-width: 1100px; }
+  td.budget { text-align: left !important; font-size: 12px; }
+  td.budget .differs { color: #b45309; font-weight: bold; }
+  ul.verdicts { margin: 4px 0; }
+  .panel { min-width: 0; }
   [hidden] { display: none !important; }
 </style>
 </head>
@@ -65,17 +89,18 @@ Views (each figure names its view and its number of trials): <b>epoch R</b>, for
 rung R (an epoch at which the scheduler compares trials): the accuracy at epoch R of every trial
 that reached it, whatever happened to it later, so that trials are compared at one budget;
 <b>final epoch</b>: $mode_final; <b>best reached</b>: $mode_best (diverged and errored trials are
-in neither). An ASHA search opens on the highest rung that at least half of its trials reached
-(the last epoch counting as the final-epoch view), or its lowest rung when none is; any other
-search opens on the final-epoch view; the final-epoch view is always one click away.
-Importances (fANOVA and PED-ANOVA, through Optuna) and the marginal effects (a random forest's
-partial dependence, a model estimate) are fitted only on views of at least $min_trials trials.
+in neither). Every search opens on the final-epoch view, the one the tables, the best config and
+the best trial use (a search still running whose trials have not reached the last epoch opens on
+its highest rung); the rung views are one click away. Accuracies are in percent everywhere.
+Importances (fANOVA and PED-ANOVA, through Optuna) $bootstrap; they and the marginal effects (a
+random forest's partial dependence, a model estimate) are fitted only on views of at least
+$min_trials trials. All heatmaps of a task share one colour scale.
 Grid searches have one cell per grid value. Log axes of TPE and random searches have one cell
 per decade, centred on it like the paper's grid (0.001, 0.01, 0.1, 1, 10): the cell of
 10<sup>k</sup> spans [10<sup>k&minus;&frac12;</sup>, 10<sup>k+&frac12;</sup>), e.g. 0.01 covers
 [0.0032, 0.032); hover a cell for its exact interval. A value exactly on a half-decade edge is
 in the cell above it (whose lower edge it is), and the searched range's ends are always in the
-first and last cells. Empty cells have no trial; the star marks the best trial.</p>
+first and last cells. Empty cells have no trial; the star marks the view's best trial.</p>
 $warnings
 <div id="js-errors" class="warnings" hidden><h3>Script errors</h3><ul></ul></div>
 <h2>All tasks: best accuracy beside the paper</h2>
@@ -158,7 +183,72 @@ var PLOT_CONFIG = $plot_config;
     rendered[div.id] = true;
     Plotly.newPlot(div, figure.data, figure.layout || {}, PLOT_CONFIG).then(function () {
       div.setAttribute("data-rendered", "true");
+      if (div.id.slice(-8) === "-history") {
+        div.on("plotly_click", function (event) {
+          var point = event.points && event.points[0];
+          if (point && point.customdata) { selectTrial(String(point.customdata[0]), true, div.id.split("-")[0]); }
+        });
+      }
+      markPlot(div);
     }, function (error) { window.__dashboardReport(div.id + ": " + error); });
+  }
+
+  var selected = null;  // the trial selected in a trial table, or null
+  var selectedKey = null;  // the experiment (e0, ...) whose trial it is
+
+  function markPlot(div) {
+    var marks = div.layout && div.layout.meta && div.layout.meta.marks;
+    if (!marks || !div.data || !div.data.length) { return; }
+    var mine = selected !== null && div.id.split("-")[0] === selectedKey && marks[selected];
+    var xy = mine ? marks[selected] : [[], []];
+    // restyling x or y re-guesses the axes' types (a category axis would turn linear): keep them
+    var types = {}, layout = (FIGURES[div.id] || {}).layout || {};
+    for (var name in layout) {
+      if (/^[xy]axis[0-9]*$$/.test(name) && layout[name] && layout[name].type) { types[name + ".type"] = layout[name].type; }
+    }
+    Plotly.update(div, {x: [xy[0]], y: [xy[1]]}, types, [div.data.length - 1]);
+    div.setAttribute("data-marked", mine ? selected : "");
+  }
+
+  function selectTrial(trial, scroll, key) {
+    selected = trial;
+    selectedKey = trial === null ? null : key;
+    var rows = document.querySelectorAll("table.trials tr.trial-row");
+    for (var r = 0; r < rows.length; r++) {
+      var on = trial !== null && rows[r].getAttribute("data-trial") === trial &&
+        rows[r].closest("table").getAttribute("data-key") === selectedKey;
+      rows[r].classList.toggle("selected", on);
+      if (on && scroll) { rows[r].scrollIntoView({block: "nearest"}); }
+    }
+    var plots = document.querySelectorAll(".plot[data-rendered]");
+    for (var p = 0; p < plots.length; p++) { markPlot(plots[p]); }
+    writeHash();
+  }
+
+  function cellValue(row, column, numeric) {
+    var cell = row.cells[column];
+    var raw = cell ? (cell.hasAttribute("data-sort") ? cell.getAttribute("data-sort") : cell.textContent) : "";
+    if (!numeric) { return raw.toLowerCase(); }
+    return raw === "" ? null : parseFloat(raw);
+  }
+
+  function sortTable(header) {
+    var table = header.closest("table");
+    var headers = table.querySelectorAll("th");
+    var column = Array.prototype.indexOf.call(headers, header);
+    var numeric = header.getAttribute("data-type") === "num";
+    var ascending = header.getAttribute("aria-sort") !== "ascending";
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = cellValue(a, column, numeric), y = cellValue(b, column, numeric);
+      if (x === null || y === null) { return x === null ? (y === null ? 0 : 1) : -1; }  // missing values last
+      var order = x < y ? -1 : (x > y ? 1 : 0);
+      return ascending ? order : -order;
+    });
+    for (var i = 0; i < rows.length; i++) { body.appendChild(rows[i]); }
+    for (var h = 0; h < headers.length; h++) { headers[h].removeAttribute("aria-sort"); }
+    header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
   }
 
   function update() {
@@ -184,7 +274,13 @@ var PLOT_CONFIG = $plot_config;
       everything ? "every experiment in every view" : labelOf(key, mode);
     var plots = document.querySelectorAll(".plot");
     for (var p = 0; p < plots.length; p++) { if (isShown(plots[p])) { draw(plots[p]); } }
-    var hash = "#task=" + key + "&mode=" + mode + (everything ? "&view=all" : "");
+    selectTrial(selected, false, selectedKey);
+  }
+
+  function writeHash() {
+    var key = select.value;
+    var hash = "#task=" + key + "&mode=" + currentMode(key) + (showAll.checked ? "&view=all" : "") +
+      (selected !== null && selectedKey === key ? "&trial=" + encodeURIComponent(selected) : "");
     try { history.replaceState(null, "", hash); } catch (e) { /* file: URLs in some browsers */ }
   }
 
@@ -194,6 +290,8 @@ var PLOT_CONFIG = $plot_config;
     if (key && select.querySelector('option[value="' + key + '"]')) { select.value = key; }
     chosen = params.get("mode");
     showAll.checked = params.get("view") === "all";
+    selected = params.get("trial");
+    selectedKey = selected === null ? null : select.value;
   }
 
   select.addEventListener("change", update);
@@ -203,6 +301,19 @@ var PLOT_CONFIG = $plot_config;
     picks[q].addEventListener("click", function () {
       select.value = this.getAttribute("data-key");
       update();
+    });
+  }
+  var sortable = document.querySelectorAll("table.sortable th");
+  for (var t = 0; t < sortable.length; t++) {
+    sortable[t].addEventListener("click", function () { sortTable(this); });
+  }
+  var trialRows = document.querySelectorAll("table.trials tr.trial-row");
+  for (var u = 0; u < trialRows.length; u++) {
+    trialRows[u].addEventListener("click", function () {
+      var trial = this.getAttribute("data-trial");
+      var key = this.closest("table").getAttribute("data-key");
+      var again = selected === trial && selectedKey === key;
+      selectTrial(again ? null : trial, false, key);
     });
   }
   var buttons = document.querySelectorAll("button.copy");

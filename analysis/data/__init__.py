@@ -4,7 +4,9 @@
 :mod:`~analysis.data.frames` (per-trial tables, learning curves, the cross-task table),
 :mod:`~analysis.data.views` (which trials and which accuracy a figure uses),
 :mod:`~analysis.data.bins` (heatmap cells), :mod:`~analysis.data.importance` and
-:mod:`~analysis.data.marginal` (hyperparameter importances and marginal effects),
+:mod:`~analysis.data.marginal` (hyperparameter importances with their bootstrap intervals, and
+marginal effects), :mod:`~analysis.data.history` (the optimisation history),
+:mod:`~analysis.data.budget` (a search's budget, and where two searches' budgets differ),
 :mod:`~analysis.data.selection` (regret of label-free selection),
 :mod:`~analysis.data.paper_runs` (the paper's analyses from run records and t-SNE files);
 the atlas across tasks: :mod:`~analysis.data.atlas` (groups of comparable searches, their view),

@@ -8,8 +8,8 @@ a cell (and overall) the best trial follows the tie rule of :func:`ssot.results.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -19,7 +19,7 @@ from analysis.data.experiments import ParamSpec
 from analysis.data.frames import format_value
 from ssot.results import trials as trial_model
 
-__all__ = ["Bins", "AxisBins", "HeatmapInfo", "axis_bins", "heatmap_info", "heatmap_notes"]
+__all__ = ["Bins", "AxisBins", "HeatmapInfo", "axis_bins", "heatmap_info", "heatmap_notes", "color_range"]
 
 #: How to bin continuous axes: ``"decades"`` (on log axes one cell centred on each power of ten,
 #: ``[10^(k-1/2), 10^(k+1/2))``, as the paper's grid has one value per decade; 5 equal bins on
@@ -281,6 +281,8 @@ class HeatmapInfo:
         Trials whose values belong to no cell (e.g. off the grid); they are not drawn.
     mode : str
         The view whose accuracy the cells hold (``"final"``, ``"best"``, ``"epoch<R>"``).
+    cells : dict of str to (int, int)
+        The ``(y_cell, x_cell)`` of every placed trial, by trial id (to mark one trial on the figure).
     """
 
     x: AxisBins
@@ -295,6 +297,7 @@ class HeatmapInfo:
     n_trials: int
     n_unplaced: int
     mode: str
+    cells: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def heatmap_info(
@@ -362,10 +365,29 @@ def heatmap_info(
     if len(cells):
         top = trial_model.rank(cells, "acc").iloc[0]
         best_cell, best_trial_id = (int(top["_iy"]), int(top["_ix"])), str(top["trial_id"])
+    trial_cells = {str(t): (int(cy), int(cx)) for t, cy, cx in zip(cells["trial_id"], cells["_iy"], cells["_ix"], strict=True)}
     return HeatmapInfo(
         x_axis, y_axis, best, mean, count, best_trial, best_config, best_cell, best_trial_id,
-        n_trials=int(placed.sum()), n_unplaced=int((~placed).sum()), mode=mode,
+        n_trials=int(placed.sum()), n_unplaced=int((~placed).sum()), mode=mode, cells=trial_cells,
     )
+
+
+def color_range(infos: Iterable[HeatmapInfo]) -> tuple[float, float] | None:
+    """One colour scale for several heatmaps: the lowest and highest cell value (best accuracy of a
+    cell, in [0, 1]) over all of them, None when no cell holds a trial.
+
+    The dashboard gives every heatmap of one task (every pair of hyperparameters, every view, every
+    search of that task) this range, so that one colour means one accuracy across them; a range of
+    zero width is widened by 0.5 points on each side so that it still draws.
+    """
+    values = [info.best[np.isfinite(info.best)] for info in infos]
+    finite = np.concatenate(values) if values else np.array([])
+    if not finite.size:
+        return None
+    low, high = float(finite.min()), float(finite.max())
+    if high <= low:
+        low, high = low - 0.005, high + 0.005
+    return low, high
 
 
 def heatmap_notes(info: HeatmapInfo) -> str:

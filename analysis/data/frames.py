@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.data.experiments import Experiment, ParamSpec
+from ssot.results import metrics
 from ssot.results import trials as trial_model
 from ssot.results.paper import paper_row
 
@@ -35,6 +36,8 @@ __all__ = [
     "source_only_accuracy",
     "param_pairs",
     "format_value",
+    "format_percent",
+    "format_metric",
     "format_config",
     "curves_subtitle",
     "cross_task_table",
@@ -64,6 +67,30 @@ def format_value(value: Any) -> str:
             return str(int(number))
         return f"{number:.3g}"
     return str(value)
+
+
+def format_percent(fraction: Any, digits: int = 1) -> str:
+    """A fraction in [0, 1] as a percentage, ``"98.4 %"``; ``"—"`` for a missing value. The
+    dashboard writes every accuracy so (or as a bare number under a heading ending in "(%)")."""
+    try:
+        number = float(fraction)
+    except (TypeError, ValueError):
+        return "—"
+    return f"{100 * number:.{digits}f} %" if math.isfinite(number) else "—"
+
+
+def format_metric(name: str, value: Any, digits: int = 1) -> str:
+    """A value of the metric ``name`` as the dashboard writes it: a fraction metric of the registry
+    (:mod:`ssot.results.metrics`, ``fraction=True``: accuracies, MixVal) in percent
+    (:func:`format_percent`), any other to 4 significant digits; ``"—"`` for a missing value."""
+    known = name in {m.name for m in metrics.METRICS}
+    if known and metrics.metric(name).fraction:
+        return format_percent(value, digits)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    return f"{number:.4g}" if math.isfinite(number) else "—"
 
 
 def format_config(row: Mapping[str, Any], params: Sequence[str]) -> str:

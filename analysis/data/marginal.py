@@ -48,7 +48,8 @@ class MarginalInfo:
     kind : {"log", "linear", "categorical"}
         How the axis is drawn.
     grid : list
-        The values where the effect is estimated (the choices of a categorical axis).
+        The values where the effect is estimated; on a categorical axis its choices in their order
+        (also without an estimate: the axis keeps that order, 64 before 256 before 1024).
     estimate : numpy.ndarray
         The forest's partial dependence at each grid value (accuracy in [0, 1]); empty with a
         ``note``.
@@ -96,7 +97,9 @@ def marginal_infos(
     raw = {p: results[p].to_numpy() for p in axes}
     if len(results) < MIN_TRIALS or not axes:
         note = f"not estimated: fitted only on at least {MIN_TRIALS} trials; this view has {len(results)}"
-        return [MarginalInfo(p, a.kind, [], np.array([]), raw[p], acc, len(results), note) for p, a in axes.items()]
+        # a categorical axis keeps its values' order without an estimate too (widths 64 ... 1024)
+        return [MarginalInfo(p, a.kind, a.grid()[0] if a.kind == "categorical" else [], np.array([]), raw[p], acc, len(results), note)
+                for p, a in axes.items()]
     x = features(results, axes)
     forest = fit_forest(x, acc, seed)
     infos = []

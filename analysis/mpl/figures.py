@@ -63,11 +63,13 @@ def _empty(figure: Figure, message: str) -> None:
     ax.text(0.5, 0.5, message, ha="center", va="center", color="#555", fontsize=12)
 
 
-def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool = True) -> Figure:
+def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool = True,
+                       zrange: tuple[float, float] | None = None) -> Figure:
     """Draw a sensitivity heatmap with matplotlib, as :func:`analysis.charts.heatmap.heatmap_figure` does.
 
     Each cell holds its best accuracy (%); cells without a trial are blank; the best trial's cell
-    is outlined and starred; the subtitle names the view and its number of trials.
+    is outlined and starred; the subtitle names the view and its number of trials; ``zrange``
+    (accuracies in [0, 1]) fixes the colour scale's ends, as in the dashboard.
     """
     from matplotlib.patches import Rectangle
 
@@ -79,10 +81,10 @@ def heatmap_figure_mpl(info: HeatmapInfo, title: str = "", *, show_values: bool 
     ax = figure.add_subplot()
     values = np.ma.masked_invalid(100 * info.best)
     ax.set_facecolor("#f4f4f4")
-    image = ax.imshow(values, cmap="viridis", origin="lower", aspect="auto")
+    low, high = (100 * zrange[0], 100 * zrange[1]) if zrange is not None else (float(values.min()), float(values.max()))
+    image = ax.imshow(values, cmap="viridis", origin="lower", aspect="auto", vmin=low, vmax=high)
     colorbar = figure.colorbar(image, ax=ax)
     colorbar.set_label("target acc (%)")
-    low, high = float(values.min()), float(values.max())
     for cy in range(len(info.y)):
         for cx in range(len(info.x)):
             star = info.best_cell == (cy, cx)

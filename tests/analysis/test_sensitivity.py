@@ -18,7 +18,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_cli_script_writes_the_dashboard_and_names_bad_files(dashboard_results: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli.html"
     proc = _run([str(REPO / "analysis" / "sensitivity.py"), str(dashboard_results), "--out", str(out),
-                 "--no-images"], cwd=tmp_path)
+                 "--no-images", "--bootstrap", "0"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert out.is_file() and "wrote" in proc.stdout
     lines = proc.stderr.strip().splitlines()
@@ -116,6 +116,47 @@ def test_an_output_is_never_one_of_the_inputs_even_with_overwrite(tmp_path: Path
     assert sensitivity.main([str(results), "--overwrite", "--out", str(tmp_path / "d.html"), "--figures-dir", str(experiment)]) == 2
     assert f"error: --figures-dir {experiment} holds {experiment}/" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in before} == before and not (tmp_path / "d.html").exists()
+
+
+def test_out_places_the_page_and_its_figures_together(tmp_path: Path, capsys) -> None:
+    """Figures go beside the page, named after it: a second dashboard of the same results with
+    another --out is not refused, and --figures-dir still puts them elsewhere."""
+    from analysis import sensitivity
+    from analysis.dashboard import figures_folder
+    from tests.fixtures.experiments import write_edge_tpe
+
+    results = tmp_path / "results"
+    write_edge_tpe(results / "exp" / "A2D")
+    quick = ["--format", "png", "--bootstrap", "0"]
+    assert sensitivity.main([str(results), *quick]) == 0  # the default: results/dashboard.html + results/figures
+    assert (results / "dashboard.html").is_file() and any((results / "figures").glob("A2D__tpe-exp__*.png"))
+    reports = tmp_path / "reports"
+    assert sensitivity.main([str(results), "--out", str(reports / "first.html"), *quick]) == 0
+    assert sensitivity.main([str(results), "--out", str(reports / "second.html"), *quick]) == 0
+    first, second = sorted(p.name for p in (reports / "first_figures").iterdir()), sorted(p.name for p in (reports / "second_figures").iterdir())
+    assert first == second and "A2D__tpe-exp__curves.png" in first
+    assert (reports / "first.html").is_file() and (reports / "second.html").is_file()
+    assert sorted(p.name for p in reports.iterdir()) == ["first.html", "first_figures", "second.html", "second_figures"]
+    # the same page again is refused (it exists), whatever its figures
+    assert sensitivity.main([str(results), "--out", str(reports / "first.html"), *quick]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert sensitivity.main([str(results), "--out", str(reports / "third.html"), "--figures-dir", str(tmp_path / "figs"),
+                             *quick]) == 0
+    assert any((tmp_path / "figs").glob("*.png")) and not (reports / "third_figures").exists()
+    assert figures_folder(tmp_path / "x" / "dashboard.html") == tmp_path / "x" / "figures"
+    assert figures_folder("p2h.html") == Path("p2h_figures")
+
+
+def test_bootstrap_takes_a_count(tmp_path: Path, capsys) -> None:
+    import pytest
+
+    from analysis import sensitivity
+
+    for bad in ("-1", "many"):
+        with pytest.raises(SystemExit) as exited:  # argparse's refusal, before any work
+            sensitivity.main([str(tmp_path), "--bootstrap", bad])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and "argument --bootstrap" in err and "0 or more" in err, err
 
 
 def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: Path) -> None:

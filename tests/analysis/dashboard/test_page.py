@@ -5,17 +5,19 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.dashboard import build_dashboard
 from analysis.data.experiments import NoExperimentsError
 from tests.fixtures.browser import PlotScanner, chromium, console_lines, open_in_chromium
-from tests.fixtures.experiments import digest, write_edge_tpe
+from tests.fixtures.experiments import digest, with_meta, write_edge_tpe
+from tests.fixtures.figures import page_figures, values
 
 
 @pytest.fixture(scope="module")
 def dashboard(dashboard_results: Path) -> Path:
-    return build_dashboard(dashboard_results, images=False).path
+    return build_dashboard(dashboard_results, images=False, n_boot=0).path
 
 
 def test_dashboard_is_self_contained(dashboard: Path) -> None:
@@ -43,8 +45,9 @@ def test_dashboard_has_every_part(dashboard: Path, dashboard_results: Path) -> N
     data = json.loads(figures.group(1).replace("<\\/", "</"))
     assert sorted(ids) == sorted(data)
     # TPE: 6 pairs x 3 views (an ASHA rung at epoch 2, where t4 stopped; final; best); grid:
-    # 1 pair x 2 views; + curves, and per view parallel coordinates, importances, marginal effects
-    assert len(ids) == 2 * (6 * 3 + 1 + 3 * 3) + (1 * 2 + 1 + 2 * 3)
+    # 1 pair x 2 views; + curves and the optimisation history, and per view parallel coordinates,
+    # importances, marginal effects
+    assert len(ids) == 2 * (6 * 3 + 2 + 3 * 3) + (1 * 2 + 2 + 2 * 3)
 
 
 def test_decade_cells_are_explained_and_hovered(dashboard: Path) -> None:
@@ -82,7 +85,7 @@ def test_best_config_ready_to_copy(dashboard: Path, dashboard_results: Path) -> 
 
 def test_experiment_files_are_never_touched(dashboard_results: Path, dashboard: Path) -> None:
     before = json.loads((dashboard_results / ".digest.json").read_text())
-    rebuilt = build_dashboard(dashboard_results, images=False)  # regenerating replaces its own output
+    rebuilt = build_dashboard(dashboard_results, images=False, n_boot=0)  # regenerating replaces its own output
     assert rebuilt.path == dashboard and dashboard.is_file()
     after = digest(dashboard_results)
     del after[".digest.json"], after["dashboard.html"]
@@ -96,7 +99,7 @@ def test_running_and_unreadable_experiments_are_flagged(tmp_path: Path) -> None:
     (running / "best_config.json").unlink()
     (tmp_path / "bad" / "C2I").mkdir(parents=True)
     (tmp_path / "bad" / "C2I" / "experiment.json").write_text('{"task": ')
-    result = build_dashboard(tmp_path, images=False)
+    result = build_dashboard(tmp_path, images=False, n_boot=0)
     assert result.n_experiments == 1
     page = result.path.read_text(encoding="utf-8")
     box = re.search(r'<div id="warnings" class="warnings">(.*?)</div>', page, re.S)
@@ -122,7 +125,7 @@ def test_dashboard_renders_in_headless_chromium(dashboard: Path, tmp_path: Path)
     scanner = PlotScanner()
     scanner.feed(dom)
     assert scanner.errors_box_hidden, "the page reported a script error"
-    assert len(scanner.plots) == 65
+    assert len(scanner.plots) == 68
     not_drawn = [pid for pid, p in scanner.plots.items() if not (p["rendered"] and p["svg"])]
     assert not_drawn == []
 
@@ -133,6 +136,85 @@ def test_dashboard_renders_in_headless_chromium(dashboard: Path, tmp_path: Path)
     scanner.feed(dom)
     shown = {pid for pid, p in scanner.plots.items() if not p["hidden"]}
     assert shown and all(pid.startswith("e0-") and not pid.endswith("-final") for pid in shown)
-    assert len(shown) == 6 * 1 + 4  # 6 heatmaps, curves, parallel, importances, marginal effects
+    assert len(shown) == 6 * 1 + 5  # 6 heatmaps, history, curves, parallel, importances, marginal effects
     assert all(scanner.plots[pid]["rendered"] and scanner.plots[pid]["svg"] for pid in shown)
     assert "best accuracy reached (includes early-stopped trials)" in dom
+
+
+def _section(dom: str, key: str) -> str:
+    return dom.split(f'<section class="experiment" data-key="{key}"')[1].split("</section>")[0]
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_opens_on_the_final_epoch_with_one_colour_range_per_task_in_chromium(dashboard: Path, tmp_path: Path) -> None:
+    dom, log = open_in_chromium(dashboard, "", tmp_path / "profile")  # as a user opens it: no fragment
+    assert console_lines(log) == []
+    scanner = PlotScanner()
+    scanner.feed(dom)
+    assert scanner.errors_box_hidden
+    shown = [pid for pid, p in scanner.plots.items() if not p["hidden"]]
+    views = {pid.rsplit("-", 1)[1] for pid in shown if "-heat" in pid or "-importance-" in pid or "-parallel-" in pid}
+    assert shown and views == {"final"}  # the first experiment, in its final-epoch view only
+    assert all(scanner.plots[pid]["rendered"] and scanner.plots[pid]["svg"] for pid in shown)
+    label = re.search(r'<span class="mode-label" id="mode-label">(.*?)</span>', dom).group(1)
+    assert label == "final-epoch accuracy (trials that reached the last epoch)"
+    # the best trial shown is the cross-task table's, in percent: grid-exp on P2I, 70.0 % there
+    line = re.search(r'<p class="mode-final best-line">(.*?)</p>', _section(dom, "e1")).group(1)
+    row = re.search(r'<tr data-key="e1" class="pick[^"]*">(.*?)</tr>', dom).group(1)
+    assert "target_acc 70.00 %" in line and "<td>70.0</td>" in row and "g44" in line
+    # one colour range for every heatmap of a task: P2I's grid and TPE searches share it
+    figures = page_figures(dom)
+    tasks = {"e0": "A2D", "e1": "P2I", "e2": "P2I"}
+    ranges: dict[str, set] = {}
+    for pid, figure in figures.items():
+        if "-heat" in pid and figure["data"] and figure["data"][0]["type"] == "heatmap":
+            trace = figure["data"][0]
+            ranges.setdefault(tasks[pid.split("-")[0]], set()).add((trace["zmin"], trace["zmax"]))
+    assert {task: len(found) for task, found in ranges.items()} == {"A2D": 1, "P2I": 1}
+    low, high = ranges["P2I"].pop()
+    cells = np.concatenate([values(f["data"][0]["z"]).ravel() for pid, f in figures.items()
+                            if "-heat" in pid and pid.split("-")[0] in ("e1", "e2") and f["data"]])
+    assert (np.nanmin(cells), np.nanmax(cells)) == pytest.approx((low, high))
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_trial_table_sorts_and_marks_the_clicked_trial_in_chromium(dashboard: Path, tmp_path: Path) -> None:
+    """Clicks in the page's own script: the "final acc (%)" header twice (descending), then a row."""
+    clicks = """<script>setTimeout(function () {
+      var table = document.querySelector('table.trials[data-key="e0"]');
+      var header = Array.prototype.filter.call(table.querySelectorAll("th"),
+                                               function (th) { return th.textContent === "final acc (%)"; })[0];
+      header.click(); header.click();
+      table.querySelector('tr[data-trial="t1"]').click();
+      document.body.setAttribute("data-hash", window.location.hash);
+    }, 3000);</script></body>"""
+    page = tmp_path / "clicked.html"
+    page.write_text(dashboard.read_text(encoding="utf-8").replace("</body>", clicks), encoding="utf-8")
+    dom, log = open_in_chromium(page, "", tmp_path / "profile")
+    assert console_lines(log) == []
+    table = _section(dom, "e0").split('<table class="trials sortable"')[1].split("</table>")[0]
+    assert re.search(r'<th data-type="num" title="click to sort" aria-sort="descending">final acc \(%\)</th>', table)
+    order = re.findall(r'<tr class="trial-row[^"]*" data-trial="([^"]+)"', table)
+    # t3 90 %, t2 80, t1 71, t0 62; then the trials without a final accuracy, in their previous order
+    assert order == ["t3", "t2", "t1", "t0", "t4", "t5", "t6"]
+    assert re.findall(r'<tr class="trial-row selected" data-trial="([^"]+)"', table) == ["t1"]
+    marked = dict(re.findall(r'<div class="plot[^"]*" id="(e0-[^"]+)"[^>]*data-marked="([^"]*)"', dom))
+    assert marked["e0-history"] == "t1" and marked["e0-curves"] == "t1" and marked["e0-heat0-final"] == "t1"
+    assert re.search(r'data-hash="#task=e0&amp;mode=final&amp;trial=t1"', dom)
+
+
+def test_searches_of_different_budgets_are_labelled_where_they_are_compared(tmp_path: Path) -> None:
+    same = tmp_path / "same"
+    write_edge_tpe(same / "a" / "A2D", task="A2D")
+    write_edge_tpe(same / "b" / "P2I", task="P2I")
+    page = build_dashboard(same, images=False, n_boot=0).path.read_text(encoding="utf-8")
+    assert "All 2 searches had one budget: 7 trials × 4 epochs" in page and "Different budgets" not in page
+    # a second search of P2I, twice as long: the table says it had another budget, and which
+    longer = with_meta(write_edge_tpe(same / "c" / "P2I", task="P2I"), name="longer", max_epochs=8)
+    page = build_dashboard(same, images=False, n_boot=0).path.read_text(encoding="utf-8")
+    note = re.search(r'<p class="budget-note differs">(.*?)</p>', page).group(1)
+    assert "Different budgets: these searches are not compared as equals." in note
+    assert "epochs per trial (max_epochs): 4 (A2D/tpe-exp, P2I/tpe-exp), 8 (P2I/longer)" in note
+    assert "trials planned" not in note and "searched space" not in note  # only what differs
+    assert page.count('<span class="budget-max_epochs differs">') == 3
+    assert '<span class="budget-max_epochs differs">8 epochs</span>' in page and longer.is_dir()

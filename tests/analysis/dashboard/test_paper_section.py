@@ -1,7 +1,6 @@
 """`analysis/dashboard/paper_section.py`: the paper's other analyses in the dashboard."""
 from __future__ import annotations
 
-import base64
 import json
 import re
 from pathlib import Path
@@ -13,14 +12,8 @@ from analysis.dashboard import build_dashboard
 from analysis.dashboard.paper_section import PaperSection, paper_section
 from analysis.data.experiments import NoExperimentsError
 from tests.fixtures.browser import chromium, open_in_chromium
+from tests.fixtures.figures import values
 from tests.fixtures.paper import feature_map_data, synthetic_record, write_record
-
-
-def _values(v: list | dict) -> np.ndarray:
-    """A trace's array as plotly's JSON holds it: a list, or a typed array {dtype, bdata}."""
-    if isinstance(v, dict):
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).reshape(v.get("shape", -1))
-    return np.asarray(v)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +48,11 @@ def test_class_weights_against_the_truth(page: tuple[str, dict]) -> None:
     assert set(lines) == {"a", "b", "c (outlier)", "d (outlier)"}
     assert lines["c (outlier)"]["line"]["dash"] == "dash" and lines["a"]["line"]["dash"] == "solid"
     # the estimate p_s * m per epoch, epoch 0 = source-only
-    np.testing.assert_allclose(_values(lines["a"]["x"]), [0, 1, 2, 3, 4])
-    np.testing.assert_allclose(_values(lines["a"]["y"]), [0.25, 0.3125, 0.375, 0.4375, 0.45])
-    np.testing.assert_allclose(_values(lines["c (outlier)"]["y"])[-1], 0.05)
+    np.testing.assert_allclose(values(lines["a"]["x"]), [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(values(lines["a"]["y"]), [0.25, 0.3125, 0.375, 0.4375, 0.45])
+    np.testing.assert_allclose(values(lines["c (outlier)"]["y"])[-1], 0.05)
     truth = [t for t in fig["data"] if t["type"] == "bar" and t["name"] == "true (oracle)"][0]
-    np.testing.assert_allclose(_values(truth["y"]), [0.5, 0.5, 0, 0])
+    np.testing.assert_allclose(values(truth["y"]), [0.5, 0.5, 0, 0])
 
 
 def test_solver_comparison_in_the_papers_order(page: tuple[str, dict]) -> None:
@@ -69,7 +62,7 @@ def test_solver_comparison_in_the_papers_order(page: tuple[str, dict]) -> None:
     fig = figures["paper-solvers0"]
     curves = [t for t in fig["data"] if t["type"] == "scatter"]
     assert [c["name"] for c in curves] == ["Net. Param. (ours)", "vector potential (SGD)", "Sinkhorn"]
-    np.testing.assert_allclose(_values(curves[0]["y"]), [1.0, 0.5, 1 / 3, 0.25])
+    np.testing.assert_allclose(values(curves[0]["y"]), [1.0, 0.5, 1 / 3, 0.25])
 
 
 def test_feature_map_marks_domains_and_outliers(page: tuple[str, dict]) -> None:
@@ -77,15 +70,15 @@ def test_feature_map_marks_domains_and_outliers(page: tuple[str, dict]) -> None:
     data = feature_map_data()
     traces = figures["paper-tsne0"]["data"]
     # every point once: 2 models x 40 points
-    assert sum(len(_values(t["x"])) for t in traces) == len(data["xy"])
+    assert sum(len(values(t["x"])) for t in traces) == len(data["xy"])
     target = [t for t in traces if t["name"].startswith("target")]
     assert {t["marker"]["symbol"] for t in target} == {"cross-thin-open"}
-    assert sum(len(_values(t["x"])) for t in target) == int((data["domain"] == 1).sum())
+    assert sum(len(values(t["x"])) for t in target) == int((data["domain"] == 1).sum())
     outliers = [t for t in traces if "(outlier)" in t["name"]]
     assert {t["marker"]["color"] for t in outliers} == {"#bbbbbb"} and {t["name"].split()[1] for t in outliers} == {"2", "3"}
     first = [t for t in traces if t["name"] == "source 0" and t["xaxis"] == "x"][0]
     sel = (data["model"] == 0) & (data["domain"] == 0) & (data["label"] == 0)
-    np.testing.assert_allclose(_values(first["x"]), data["xy"][sel, 0])
+    np.testing.assert_allclose(values(first["x"]), data["xy"][sel, 0])
 
 
 def test_insert_and_empty_section(tmp_path: Path) -> None:

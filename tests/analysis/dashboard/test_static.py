@@ -33,10 +33,10 @@ def _can_export() -> bool:
 
 @pytest.mark.skipif(not _can_export(), reason="static export needs kaleido and Chromium")
 def test_static_heatmap_images(dashboard_results: Path, tmp_path: Path) -> None:
+    from analysis.charts.heatmap import heatmap_figure
     from analysis.data.bins import heatmap_info
     from analysis.data.experiments import load_experiments
     from analysis.data.frames import final_results, trial_table
-    from analysis.charts.heatmap import heatmap_figure
 
     experiments, _ = load_experiments(dashboard_results)
     grid = next(e for e in experiments if e.search == "grid")
@@ -59,7 +59,7 @@ def test_static_pdfs_without_a_browser(views_results: Path, tmp_path: Path,
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no chromium on it
     monkeypatch.delenv("BROWSER_PATH", raising=False)
     monkeypatch.setitem(sys.modules, "kaleido", None)  # "import kaleido" fails
-    result = build_dashboard(views_results / "asha", out=tmp_path / "d.html", figures_dir=tmp_path / "fig")
+    result = build_dashboard(views_results / "asha", out=tmp_path / "d.html", figures_dir=tmp_path / "fig", n_boot=0)
     folder = tmp_path / "fig"
     pdfs = sorted(p.name for p in folder.glob("*.pdf"))
     # one per heatmap of the default view (6 pairs) + the learning curves
@@ -76,14 +76,19 @@ def test_static_pdfs_without_a_browser(views_results: Path, tmp_path: Path,
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000, name
     assert len(result.images) == 2 * len(expected)
     assert not [p for p in result.problems if "static" in p.message]
-    # the files draw the default view, from the same info as the dashboard's Plotly figure
-    from analysis.dashboard.sections import view_figures
+    # the files draw the default view (the final epoch), from the same info as the dashboard's
+    # Plotly figure, on the same colour range
+    from analysis.dashboard.sections import prepare, view_figures
 
-    experiment, table = asha_experiment(views_results)
-    static = view_figures(experiment, table, "e0", "decades").static["digits__asha__lambda_ot__lambda_ent"]
-    texts = [t.get_text() for t in static.draw().texts]
-    assert "accuracy at epoch 5 (every trial that reached it, an ASHA rung); 20 trials" in texts
+    experiment, _ = asha_experiment(views_results)
+    made = view_figures(prepare(experiment, "e0", "decades"), (0.5, 0.9), n_boot=0)
+    static = made.static["digits__asha__lambda_ot__lambda_ent"]
+    drawn = static.draw()
+    texts = [t.get_text() for t in drawn.texts]
+    assert "final-epoch accuracy (trials that reached the last epoch); 3 trials" in texts
     assert texts[1] in _subtitle(static.plotly.to_plotly_json())
+    assert drawn.axes[0].images[0].get_clim() == (50.0, 90.0)
+    assert (static.plotly.data[0].zmin, static.plotly.data[0].zmax) == (50.0, 90.0)
 
 
 def test_plotly_backend_without_kaleido_is_one_warning(views_results: Path, tmp_path: Path,
@@ -93,7 +98,7 @@ def test_plotly_backend_without_kaleido_is_one_warning(views_results: Path, tmp_
         build_dashboard(views_results, out=tmp_path / "x.html", image_format=["jpg"])
     assert not (tmp_path / "x.html").exists()
     result = build_dashboard(views_results / "grid-exp", out=tmp_path / "d.html",  # 1 heatmap
-                             figures_dir=tmp_path / "f", image_backend="plotly", image_format="png")
+                             figures_dir=tmp_path / "f", image_backend="plotly", image_format="png", n_boot=0)
     assert result.images == [] and not (tmp_path / "f").exists()
     assert ["kaleido is not installed" in p.message for p in result.problems] == [True]
 

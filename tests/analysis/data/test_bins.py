@@ -184,3 +184,20 @@ def test_heatmap_rejects_unknown_or_fixed_axes(edge_results: Path) -> None:
     res = final_results(trial_table(grid), "final")
     with pytest.raises(ValueError, match="'x' parameter"):
         heatmap_info(res, "eps", "lambda_ent", grid.space)
+
+
+def test_one_colour_range_spans_every_cell_of_several_heatmaps(edge_results: Path) -> None:
+    from analysis.data.bins import color_range
+
+    experiments, _ = load_experiments(edge_results)
+    grid = next(e for e in experiments if e.search == "grid")
+    results = final_results(trial_table(grid))
+    whole = heatmap_info(results, "lambda_ot", "lambda_ent", grid.space)
+    top = heatmap_info(results[results["acc"] >= 0.6], "lambda_ot", "lambda_ent", grid.space)
+    assert color_range([top]) == (np.nanmin(top.best), np.nanmax(top.best))
+    assert color_range([top, whole]) == (np.nanmin(whole.best), np.nanmax(whole.best))  # the widest of the two
+    one = heatmap_info(results.head(1), "lambda_ot", "lambda_ent", grid.space)
+    low, high = color_range([one])
+    assert high - low == pytest.approx(0.01) and low < np.nanmax(one.best) < high  # one cell: still a range
+    assert color_range([]) is None
+    assert whole.cells["g44"] == (4, 4) and len(whole.cells) == whole.n_trials  # each placed trial's cell

@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 
 from analysis.data.experiments import Problem, load_experiment, load_experiments
-from analysis.data.frames import MODE_LABELS, cross_task_table, final_results, format_value, learning_curves, param_pairs, trial_table
+from analysis.data.frames import (
+    MODE_LABELS,
+    cross_task_table,
+    final_results,
+    format_metric,
+    format_percent,
+    format_value,
+    learning_curves,
+    param_pairs,
+    trial_table,
+)
 from ssot.results.paper import read_paper_accuracy
 from tests.fixtures.experiments import EDGE_EPOCHS as EPOCHS
 from tests.fixtures.experiments import TPE_SPACE, trial_rows, write_experiment
@@ -106,3 +116,12 @@ def test_cross_task_table_beside_the_paper(edge_results: Path, tmp_path: Path) -
 def test_format_value() -> None:
     assert [format_value(v) for v in (0.001, 1.0, 10.0, 256, 0.31622776, "x")] == [
         "0.001", "1", "10", "256", "0.316", "x"]
+
+
+def test_accuracies_are_written_in_percent_other_metrics_as_numbers() -> None:
+    assert format_percent(0.9844) == "98.4 %" and format_percent(0.9844, 2) == "98.44 %"
+    assert format_percent(float("nan")) == "—" and format_percent(None) == "—"
+    # the registry says which metrics are fractions: accuracies and MixVal in percent, the rest not
+    assert format_metric("target_acc", 0.984, 2) == "98.40 %" and format_metric("mixval", 0.5) == "50.0 %"
+    assert format_metric("im_pda", 1.23456) == "1.235" and format_metric("entropy", float("inf")) == "—"
+    assert format_metric("not_a_metric", 0.5) == "0.5"

@@ -29,3 +29,15 @@ def test_marginal_effect_follows_the_truth(views_results: Path) -> None:
         assert np.ptp(infos[other].estimate) < spread / 3, other
     few = marginal_infos(chosen["final"], experiment.space)
     assert all(len(i.estimate) == 0 and f"at least {MIN_TRIALS}" in i.note for i in few)
+
+
+def test_a_categorical_axis_keeps_its_order_without_an_estimate(views_results: Path) -> None:
+    from analysis.charts.marginal import marginal_figure
+
+    experiment, table = asha_experiment(views_results)
+    _, chosen = experiment_views(experiment, table)
+    few = {i.param: i for i in marginal_infos(chosen["final"], experiment.space)}  # 3 trials: no estimate
+    assert few["potential_width"].grid == [64, 128, 256, 512, 1024] and len(few["potential_width"].estimate) == 0
+    layout = marginal_figure(list(few.values()), "final").to_plotly_json()["layout"]
+    axis = next(a for a in layout.values() if isinstance(a, dict) and a.get("type") == "category")
+    assert axis["categoryarray"] == ["64", "128", "256", "512", "1024"]  # not the trials' order (1024 before 256)
