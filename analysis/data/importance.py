@@ -73,8 +73,10 @@ MIN_TRIALS = 10
 #: Trials that PED-ANOVA's top quantile should hold (Optuna's advice: at least 5).
 PED_ANOVA_TOP = 5
 
-#: Bootstrap resamples behind the dashboard's importance intervals, and the intervals' level.
-N_BOOT = 200
+#: Bootstrap resamples behind the dashboard's importance intervals, and the intervals' level: 50
+#: keep a 20-trial search's page under half a minute (200 took 93 s against 27 s, docs/dashboards.md);
+#: ``--bootstrap 200`` gives finer interval ends.
+N_BOOT = 50
 LEVEL = 0.95
 
 #: The smoothed bootstrap's jitter of a repeated trial, as a fraction of each continuous axis's width
