@@ -19,8 +19,8 @@ group; the page names the group of every task and how groups differ, so tasks th
 never compared silently.
 
 Every task of a group is read under one view (:mod:`analysis.data.views`): the one asked for,
-or by default the earliest of the tasks' own default views (the highest rung that at least half
-of a task's trials reached, the final epoch counting as the last rung), so that every task of
+or by default the earliest of the tasks' half views (:func:`analysis.data.views.half_view`: the
+highest rung that at least half of a task's trials reached, the final epoch counting as the last rung), so that every task of
 the group has at least half of its trials in it and all are compared at one budget.
 """
 
@@ -35,7 +35,7 @@ import pandas as pd
 
 from analysis.data.experiments import AnalysisError, Experiment, ParamSpec
 from analysis.data.frames import trial_table
-from analysis.data.views import default_view, experiment_views, view_label, view_results
+from analysis.data.views import experiment_views, half_view, view_label, view_results
 
 __all__ = ["BUDGET_FIELDS", "DEFAULT_VIEW", "AtlasTask", "Group", "Atlas", "budget_of", "space_of", "seed_label",
            "build_atlas"]
@@ -167,7 +167,7 @@ def _differences(first: dict[str, Any], other: dict[str, Any], what: str) -> lis
 
 def _ladder(experiment: Experiment, table: pd.DataFrame) -> tuple[list[str], str]:
     views, _ = experiment_views(experiment, table)
-    return [v.key for v in views if v.key != "best"], default_view(views, len(table))
+    return [v.key for v in views if v.key != "best"], half_view(views, len(table))
 
 
 def build_atlas(experiments: Sequence[Experiment], view: str = DEFAULT_VIEW) -> Atlas:

@@ -58,6 +58,7 @@ __all__ = [
     "view_subtitle",
     "experiment_views",
     "default_view",
+    "half_view",
 ]
 
 _EPOCH_VIEW = re.compile(r"^epoch(\d+)$")
@@ -199,6 +200,26 @@ def experiment_views(
 def _epoch_of(key: str) -> int | None:
     match = _EPOCH_VIEW.match(key)
     return int(match.group(1)) if match else None
+
+
+def half_view(views: list[View], n_trials: int) -> str:
+    """The highest ASHA rung (the final epoch counting as the last) that at least half of the
+    ``n_trials`` trials reached: the view on which tasks are compared at one budget with most of
+    their trials (the atlas's default, :mod:`analysis.data.atlas`); ``"final"`` without rungs.
+
+    Parameters
+    ----------
+    views : list of View
+        From :func:`experiment_views`.
+    n_trials : int
+        Every trial of the experiment (the ``table`` rows, whatever their status).
+    """
+    ladder = [v for v in views if v.key.startswith("epoch")]
+    if not ladder:
+        return "final"
+    ladder += [v for v in views if v.key == "final"]
+    reached = [v for v in ladder if 2 * v.n_trials >= n_trials and v.n_trials > 0]
+    return reached[-1].key if reached else ladder[0].key
 
 
 def default_view(views: list[View]) -> str:
