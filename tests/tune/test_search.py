@@ -14,6 +14,7 @@ import pytest
 from ssot.errors import ConfigError
 from tests.fixtures import REPO
 from tests.fixtures.experiments import last_rows as final_results
+from tests.fixtures.study import check_study_agrees
 from tune import space as spaces
 
 SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
@@ -123,7 +124,8 @@ def test_a_search_interrupted_or_killed_at_every_point_resumes_to_the_asked_tria
     """Ctrl-C at a trial's first result, kill -9 of the driver during a checkpoint write, after the
     first completed trial and after an ASHA stop (tests/fixtures/killed_search.py: each point stops
     one driver), each followed by the same command with --resume: the asked number of trials, each
-    epoch once, the same Optuna study, no checkpoint left behind."""
+    epoch once, no checkpoint left behind, and the same Optuna study, which agrees with trials.csv
+    trial by trial (configs, states, values; none left RUNNING)."""
     from tests.fixtures.killed_search import POINTS
 
     log = tmp_path / "kills.log"
@@ -143,7 +145,7 @@ def test_a_search_interrupted_or_killed_at_every_point_resumes_to_the_asked_tria
     assert sorted(statuses) == [-signal.SIGKILL] * 3 + [0, 130], (statuses, run.stdout[-2000:] + run.stderr[-2000:])
     assert sorted(line.split()[0] for line in log.read_text().splitlines()) == sorted(POINTS)
     assert "finished; table" in run.stdout
-    frame = pd.read_csv(exp / "trials.csv")
+    frame = pd.read_csv(exp / "trials.csv", dtype={"trial_id": str})
     assert frame["trial_id"].nunique() == 3
     for trial_id, rows in frame.groupby("trial_id"):  # interrupted trials continued from their checkpoint
         assert list(rows["epoch"]) == list(range(1, len(rows) + 1)), (trial_id, rows)
@@ -152,10 +154,35 @@ def test_a_search_interrupted_or_killed_at_every_point_resumes_to_the_asked_tria
     info = json.loads((exp / "experiment.json").read_text())
     assert info["status"] == "finished" and info["best_trial"] in set(frame["trial_id"])
     assert list(exp.glob("trial_*/checkpoint_*")) == [] and not (exp / ".ssot-search.lock").exists()
-    import optuna  # the resumed searches kept the same Optuna study: every final trial is in it, with its last value
+    import optuna  # the resumed searches kept the same Optuna study, and it agrees with trials.csv
 
     study = optuna.load_study(study_name="crash/digits", storage=f"sqlite:///{tmp_path}/optuna.db")
-    assert set(last["target_acc"].round(6)) <= {round(t.value, 6) for t in study.trials if t.value is not None}
+    check_study_agrees(study, frame)
+
+
+@pytest.mark.slow
+def test_a_driver_killed_long_after_rays_last_save_leaves_a_study_that_agrees_with_trials_csv(tmp_path):
+    """The cause of the study/trials.csv mismatch after kill -9: the killed driver had told the
+    study (in its database) of trials and ends that Ray had not saved yet, so --resume ran those
+    trials again, asked for new ones, and their new ends could not be told to trials that were
+    already complete. Here Ray saves its state only at the start (TUNE_GLOBAL_CHECKPOINT_S), the
+    driver is killed after the first trial completed, and resumed: the study holds exactly the
+    trials of trials.csv."""
+    log = tmp_path / "kills.log"
+    args = ["--task", "digits", "--num-samples", "3", "--epochs", "2", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
+            "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
+            "--storage-path", str(tmp_path), "--name", "late", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+    env = {**os.environ, "TUNE_GLOBAL_CHECKPOINT_S": "3600"}
+    run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), "completed", *args], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == -signal.SIGKILL and log.read_text().startswith("completed"), run.stdout[-2000:] + run.stderr[-2000:]
+    resumed = _run_cli([*args, "--resume"], env=env)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    frame = pd.read_csv(tmp_path / "late" / "digits" / "trials.csv", dtype={"trial_id": str})
+    assert frame["trial_id"].nunique() == 3
+    import optuna
+
+    check_study_agrees(optuna.load_study(study_name="late/digits", storage=f"sqlite:///{tmp_path}/optuna.db"), frame)
 
 
 def _mount_tmpfs(folder, size: str) -> None:

@@ -95,8 +95,8 @@ def test_a_finished_trial_whose_checkpoint_is_gone_gets_an_ended_marker(stopped)
     assert state.repair_checkpoints(fs, path, {}, max_epochs=2) == []  # once
 
 
-def test_a_running_population_whose_checkpoint_is_gone_continues_from_its_newest_complete_one(stopped):
-    """A population trial's checkpoints hold population.pt, not trainer.pt: the repair knows both."""
+def test_a_running_trial_whose_checkpoint_is_gone_continues_from_its_newest_complete_one(stopped):
+    """A trial's checkpoints hold its members' state (tune.state.STATE_FILE): the repair copies the newest complete one."""
     folder, _ = stopped
     fs, path = storage.filesystem(str(folder))
     state_file = sorted(folder.glob("experiment_state-*.json"))[-1]
@@ -109,9 +109,9 @@ def test_a_running_population_whose_checkpoint_is_gone_continues_from_its_newest
     assert wanted >= 1
     older = folder / trial["relative_logdir"] / f"checkpoint_{wanted - 1:06d}"
     older.mkdir(parents=True)
-    (older / state.POPULATION_STATE_FILE).write_bytes(b"members")
+    (older / state.STATE_FILE).write_bytes(b"members")
     # max_epochs beyond the last result: the trial had not ended, it continues
     assert state.repair_checkpoints(fs, path, {}, max_epochs=99) == [
         f"{trial['trial_id']}: continues from its checkpoint of epoch-index {wanted - 1}"]
-    copied = folder / trial["relative_logdir"] / f"checkpoint_{wanted:06d}" / state.POPULATION_STATE_FILE
+    copied = folder / trial["relative_logdir"] / f"checkpoint_{wanted:06d}" / state.STATE_FILE
     assert copied.read_bytes() == b"members"
