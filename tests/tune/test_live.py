@@ -97,3 +97,32 @@ def test_a_failed_live_write_is_one_warning_and_never_ends_the_search(finished_s
         live.on_trial_complete(0, [], trial)
     err = capsys.readouterr().err
     assert err.count("warning: live trials.csv not written") == 1 and len(err.strip().splitlines()) == 1
+
+
+def test_the_progress_line_counts_configs_against_num_samples_also_with_populations(tmp_path, capsys):
+    """Issue 31, defect 9c: the counter read "[1/2]" in a 4-population search (trials created so
+    far); issue 32: it counts configs against --num-samples, with the elapsed time (earlier runs
+    of a resumed search included) and an estimate of what is left."""
+    from ssot.results.experiment import new_meta
+    from tune.live import TrialLines
+    from tune.space import default_space
+
+    meta = new_meta(task="P2H", dataset="printed", name="screen", search="tpe", space=default_space(), max_epochs=3,
+                    num_samples=16, population=4, elapsed_s=30.0)
+    (tmp_path / EXPERIMENT_FILE).write_text(json.dumps(meta))
+    lines = TrialLines(str(tmp_path))
+    lines.setup()
+    config = {"lambda_ot": 1.0, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 256}
+    trials = []
+    for k in range(4):  # four populations of 4, the first two running at once
+        ids = [f"p{k:02d}-m{i:02d}-r{k}" for i in range(4)]
+        params = members.proposal({m: {**config, "lambda_ot": 0.1 * (i + 1)} for i, m in enumerate(ids)})
+        report = members.report({m: {"epoch": 3, "target_acc": [0.5, 0.9, 0.7, 0.6][i]} for i, m in enumerate(ids)}, "target_acc", "max")
+        trials.append(SimpleNamespace(trial_id=f"r{k}", status="RUNNING", config=params, last_result=report))
+    lines.on_trial_complete(0, trials, trials[0])
+    trials[0].status = "TERMINATED"
+    lines.on_trial_complete(0, trials, trials[1])
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith("[4/16 configs, 0:30 elapsed, ~1:30 left] trial r0 (4 configs, best p00-m01-r0): epoch 3, "
+                            "target_acc 0.9000  lambda_ot 0.2 "), first
+    assert second.startswith("[8/16 configs, 0:30 elapsed, ~0:30 left] trial r1 (4 configs, best p01-m01-r1)"), second
