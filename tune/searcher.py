@@ -148,10 +148,10 @@ class StudySearcher(Searcher):
         mirror gets what the previous save held (uploaded by now with Ray's state)."""
         with open(checkpoint_path, "wb") as f:
             pickle.dump({k: v for k, v in self.__dict__.items() if k != "live"}, f)
+        trials = self.study.get_trials(deepcopy=False)
+        previous, self.saved = self.saved, {n: copy.deepcopy(trials[n]) for n in sorted(self.dirty)} if self.mirror else {}
+        self.dirty = set()
         if self.mirror is not None:
-            trials = self.study.get_trials(deepcopy=False)
-            previous, self.saved = self.saved, {n: copy.deepcopy(trials[n]) for n in sorted(self.dirty)}
-            self.dirty = set()
             self.mirror.flush(previous.values())
 
     def restore(self, checkpoint_path: str) -> None:

@@ -91,6 +91,28 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
     assert seen == [("digits", "ssot-embedded"), ("P2H", "ssot-embedded"), ("H2P", "ssot-embedded")]
 
 
+def test_the_summary_of_a_finished_search_names_the_next_commands_with_its_folder(monkeypatch, capsys):
+    """Issue 32: the summary ends with the commands that use the search (dashboard, confirm, export,
+    optuna-dashboard), the experiment's folder filled in."""
+    import pandas as pd
+
+    from ssot.config import SSOTConfig
+    from tune import search
+    from tune.outputs import SearchOutcome
+
+    def fake_run_search(options, *, address=None, num_cpus=None):
+        info = {"task": options.task, "status": "finished", "optuna_storage": "sqlite:////tmp/o.db", "optuna_study": "exp/digits"}
+        return SearchOutcome(path=f"/runs/exp/{options.task}", trials=pd.DataFrame(), best_config=SSOTConfig(), finished=True, info=info)
+
+    monkeypatch.setattr(search, "run_search", fake_run_search)
+    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    assert search.main(["--task", "digits", "--name", "exp", "--storage-path", "/runs"]) == 0
+    out = capsys.readouterr().out
+    for command in ("python analysis/sensitivity.py /runs/exp ", "python tune/confirm.py /runs/exp --top 3 --seeds 1 2 3",
+                    "python tune/export.py /runs/exp --out configs", "optuna-dashboard sqlite:////tmp/o.db"):
+        assert command in out, out
+
+
 @pytest.mark.parametrize("name", ["../../escape", "a/b", ".hidden", "x" * 300])
 def test_a_name_that_is_not_one_folder_is_refused_before_any_work(tmp_path, capsys, name):
     from tune import search

@@ -115,3 +115,19 @@ def test_a_running_trial_whose_checkpoint_is_gone_continues_from_its_newest_comp
         f"{trial['trial_id']}: continues from its checkpoint of epoch-index {wanted - 1}"]
     copied = folder / trial["relative_logdir"] / f"checkpoint_{wanted:06d}" / state.STATE_FILE
     assert copied.read_bytes() == b"members"
+
+
+def test_a_search_started_by_the_previous_trial_shape_is_refused_on_resume_in_one_line(stopped):
+    """Experiments written before the one trial shape (two trainables, members as JSON in a result
+    column) cannot be restored by the one trainable: --resume says so before Ray starts."""
+    import ray
+
+    folder, options = stopped
+    meta = json.loads((folder / "experiment.json").read_text())
+    del meta["trial_format"]
+    (folder / "experiment.json").write_text(json.dumps(meta))
+    before = digest(folder)
+    with pytest.raises(SSOTError, match=r"^--resume: experiment .* was started by an earlier version of the search, whose Ray "
+                                        r"state holds trials of another shape, so it cannot be continued; .* Start a new search"):
+        run_search(options)
+    assert digest(folder) == before and not ray.is_initialized()
