@@ -382,7 +382,7 @@ class Trainer:
 
     # Both states hold only tensors and plain types (the run record and the source-only evaluation
     # as JSON text, the RNG state as a tensor), so they load with torch.load(weights_only=True):
-    # loading a state never runs code from the file (tune/trainable.py, docs/reliability.md).
+    # loading a state never runs code from the file (tune/trial.py, docs/reliability.md).
     def pretrained_state(self) -> dict[str, Any]:
         """The source-only model and its evaluation, shareable by every run whose config agrees
         on :attr:`PRETRAIN_FIELDS` (a search pretrains once per seed, not once per trial)."""

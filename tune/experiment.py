@@ -10,7 +10,6 @@ through :mod:`ssot.results.storage`.
 from __future__ import annotations
 
 import json
-import math
 import signal
 import threading
 import time
@@ -32,18 +31,19 @@ from ssot.results.metrics import DIRECTIONS, LABEL_FREE
 from ssot.results.trials import ERRORED, RUNNING, asha_rungs
 from tune import resume
 from tune import space as spaces
-from tune.cluster import Cluster, check_reachable, connected, cpu_share
+from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_of
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
-from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines  # noqa: F401
+from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines, recorded  # noqa: F401
+from tune.members import TRIAL_FORMAT
 from tune.options import SearchOptions, base_config, experiment_root
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
-from tune.population import METRIC_KEY, REDUCTION_KEY, RUNGS_KEY, PopulationSearcher, population_trainable
 from tune.replay import Reference, read_reference
-from tune.study import StoredOptunaSearch, check_study, optuna_storage, public_url, study_name
+from tune.searcher import StudySearcher, StudySync
+from tune.study import StudyMirror, check_study, public_url, study_name
 from tune.trackers import tracker_callbacks
-from tune.trainable import PRETRAINED_DIR, load_state, pretrained_path, ssot_trainable, trial_dirname
+from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 
 
 # ---------------------------------------------------------------------------- the search
@@ -105,7 +105,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
 def check_pretrained(root: str, base: SSOTConfig) -> None:
     """Refuse, before Ray starts, a shared pretrained model of the search's pretraining config
     (``<root>/_pretrained``) that does not load as a trainer state with
-    ``torch.load(weights_only=True)`` (:func:`tune.trainable.load_state`): a file planted there is
+    ``torch.load(weights_only=True)`` (:func:`tune.trial.load_state`): a file planted there is
     never unpickled, and never silently replaced."""
     path = pretrained_path(storage.join(root, PRETRAINED_DIR), base)
     try:
@@ -130,7 +130,7 @@ def search_meta(options: SearchOptions, base: SSOTConfig, root: str, reference: 
                     reduction_factor=options.reduction_factor, base_config=base.to_dict(), validator_directions=DIRECTIONS,
                     optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
                     optuna_study=study_name(name, base.task) if options.optuna_storage else None,
-                    population=options.population,
+                    population=options.population, trial_format=TRIAL_FORMAT,
                     features=cache_provenance(base.features_path) if base.features_path else None,
                     elapsed_s=0.0,
                     **{REFERENCE_KEY: reference.meta() if reference else None})
@@ -140,27 +140,28 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster
          restore: bool, reference: Reference | None, rungs: tuple[int, ...]) -> SearchOutcome:
     epochs = base.epochs
     cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
-    function = population_trainable if options.population else ssot_trainable
-    trainable = ray_tune.with_resources(function, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
-                                                   **options.trial_resources})
+    trainable = ray_tune.with_resources(run_trial, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
+                                                    **options.trial_resources})
     if restore:
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
     else:  # a new search, or one stopped before Ray saved anything: started with experiment.json's settings
+        searcher = _searcher(options, base, cluster.slots, info.get("optuna_study"), reference)
         tuner = ray_tune.Tuner(
             trainable,
             param_space=_param_space(options, base, cluster, cache_dir, rungs),
             tune_config=ray_tune.TuneConfig(
                 metric=options.metric, mode=metrics.metric(options.metric).direction,
-                search_alg=_searcher(options, base, cluster.slots, info.get("optuna_study"), reference),
-                scheduler=_scheduler(options, epochs, rungs),
-                num_samples=math.ceil(options.num_samples / options.population) if options.population else options.num_samples,
-                max_concurrent_trials=options.max_concurrent,
+                search_alg=searcher, scheduler=_scheduler(options, epochs, rungs), num_samples=trials_of(options),
+                # a searcher limits itself to the free slots (tune.searcher); Ray's limit is for the grid
+                max_concurrent_trials=options.max_concurrent if searcher is None else None,
                 reuse_actors=True, trial_dirname_creator=trial_dirname,
             ),
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=([TrialLines()] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
-                + [DropEndedCheckpoints(keep_last=options.keep_checkpoints)] + list(options.callbacks),
+                callbacks=([TrialLines(path)] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
+                + [DropEndedCheckpoints(keep_last=options.keep_checkpoints)]
+                + ([StudySync(searcher)] if searcher is not None and searcher.mirror is not None else [])
+                + list(options.callbacks),
                 # Ray keeps every checkpoint; DropEndedCheckpoints removes those its saved state no longer needs
                 checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=None),
                 failure_config=ray_tune.FailureConfig(max_failures=options.max_failures),
@@ -173,13 +174,12 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster
     earlier = float(info.get("elapsed_s") or 0.0)  # a resumed search adds its runs' wall times
     try:
         storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
-        results = _fit(tuner)
-        trials = _ray_trials(path)
-        finished = len(trials) >= expected_trials(info) and all(t.status in ("TERMINATED", "ERROR") for t in trials)
-        info["retries"] = {t.trial_id: _restarts(t, int(info["max_failures"])) for t in trials if _restarts(t, int(info["max_failures"]))}
+        _fit(tuner)
+        trials = recorded(path)
+        finished = len(trials) >= expected_trials(info) and all(t.ended for t in trials)
+        info["retries"] = {t.trial_id: min(t.failures, int(info["max_failures"])) for t in trials if t.failures}
         info["elapsed_s"] = round(earlier + time.monotonic() - started, 1)
-        frame = trial_frame(results, info, finished=finished)
-        return write_outputs(path, info, frame, finished)
+        return write_outputs(path, info, trial_frame(trials, info), finished)
     except Exception as exc:  # noqa: BLE001 - a storage that failed mid-search is named in one line; anything else is raised
         info["elapsed_s"] = round(earlier + time.monotonic() - started, 1)
         raise storage_failure(path, info, exc) from None
@@ -223,35 +223,28 @@ def storage_failure(path: str, info: dict[str, Any], exc: BaseException) -> Base
 
 # ---------------------------------------------------------------------------- searcher, scheduler, parameters
 def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None,
-              reference: Reference | None = None) -> Any:
+              reference: Reference | None = None) -> StudySearcher | None:
+    """The search's searcher (:mod:`tune.searcher`; none for a grid): TPE or random sampling,
+    seeded, asking the paper's default config first (TPE) or a reference's configs in order
+    (``--configs-from``); its study copied to ``--optuna-storage``."""
     import optuna
-    from ray.tune.search import ConcurrencyLimiter
-    from ray.tune.search.optuna import OptunaSearch
 
     if options.search == "grid":
         return None
     if options.search == "tpe":
-        # a population's members are asked together: constant_liar counts the pending ones as bad,
+        # the members of a trial are asked together: constant_liar counts the pending ones as bad,
         # so TPE spreads them instead of drawing them all near the current best
-        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=bool(options.population))
+        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=options.members > 1)
         points = [spaces.default_point(options.space, base)]
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)
-        points = None
+        points = []
     if reference is not None:
         points = list(reference.configs)
-    stored = {"storage": optuna_storage(options.optuna_storage), "study_name": study} if options.optuna_storage else {}
-    if options.population:
-        members = PopulationSearcher(spaces.optuna_space(options.space), options.metric, metrics.metric(options.metric).direction or "max",
-                                     sampler, options.population, options.num_samples, enqueued=points, **stored)
-        return ConcurrencyLimiter(members, max_concurrent=slots)
-    searcher = (StoredOptunaSearch if stored else OptunaSearch)(
-        space=spaces.optuna_space(options.space), metric=options.metric, mode=metrics.metric(options.metric).direction,
-        sampler=sampler, points_to_evaluate=points, **stored)
-    # The searcher proposes a trial only when a slot is free, so TPE learns from every result
-    # reported before (ConcurrencyLimiter: some Ray releases also ignored
-    # TuneConfig.max_concurrent_trials with custom searchers).
-    return ConcurrencyLimiter(searcher, max_concurrent=slots)
+    direction = metrics.metric(options.metric).direction or "max"
+    mirror = StudyMirror(options.optuna_storage, study, direction, options.metric) if options.optuna_storage and study else None
+    return StudySearcher(spaces.optuna_space(options.space), options.metric, direction, sampler, members=options.members,
+                         total=options.num_samples, max_epochs=base.epochs, enqueued=points, slots=slots, mirror=mirror)
 
 
 def early_stopping(options: SearchOptions, epochs: int) -> tuple[tuple[int, ...], str]:
@@ -289,25 +282,6 @@ def _param_space(options: SearchOptions, base: SSOTConfig, cluster: Cluster, cac
     constants["num_workers"] = min(base.num_workers, int(cluster.cpus_per_trial))
     if options.search == "grid":
         constants.update(spaces.ray_grid_space(options.space))
-    if options.population:
-        constants[RUNGS_KEY] = list(rungs)
-        constants[REDUCTION_KEY], constants[METRIC_KEY] = options.reduction_factor, options.metric
+    # early stopping inside a trial of several members (a trial of one has no one to rank against)
+    constants[RUNGS_KEY], constants[REDUCTION_KEY], constants[METRIC_KEY] = list(rungs), options.reduction_factor, options.metric
     return constants
-
-
-# ---------------------------------------------------------------------------- small helpers
-def _ray_trials(path: str) -> list:
-    """Ray's trials as its saved state (``path``) has them, statuses and failure counts included;
-    none when nothing ran."""
-    from ray.tune import ExperimentAnalysis
-
-    try:
-        return list(ExperimentAnalysis(path).trials)
-    except Exception:  # noqa: BLE001 - no state at all: nothing ran
-        return []
-
-
-def _restarts(trial: Any, max_failures: int) -> int:
-    """Times Ray restarted ``trial`` after a failure (a node lost, a worker killed, an error): its
-    failures, but not the last one of a trial that errored after ``max_failures`` restarts."""
-    return min(int(getattr(trial, "num_failures", 0) or 0), max_failures)

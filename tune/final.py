@@ -246,7 +246,7 @@ def check_data(configs: Iterable[SSOTConfig]) -> None:
     """Build the data of each distinct task of ``configs`` once (:data:`ssot.config.TASK_FIELDS`):
     an unknown task, a missing data root or dataset is refused in one line before Ray starts."""
     from ssot.data import build_task
-    from tune.trainable import task_key
+    from tune.trial import task_key
 
     seen = set()
     for config in configs:

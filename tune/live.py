@@ -1,82 +1,99 @@
-"""Live views of a running search: the tidy files after each finished trial.
+"""Live views of a running search: the tidy files after each ended trial, a progress line, and what Ray recorded.
 
 ``trials.csv`` and ``best_config.json`` (the best trial *so far*, under the best-trial rule of
-:mod:`ssot.results.trials`) are rewritten atomically by :class:`LiveOutputs` each time a trial ends, while
-``experiment.json`` says ``running``: a search of hours can be read (``analysis/``,
-``tune/confirm.py`` refuses it until it finishes) as it goes. The final files are written when
-the search ends (:func:`tune.outputs.write_outputs`).
+:mod:`ssot.results.trials`) are rewritten atomically by :class:`LiveOutputs` each time a trial
+ends, while ``experiment.json`` says ``running``: a search of hours can be read (``analysis/``,
+``tune/confirm.py`` refuses it until it finishes) as it goes. The rows come from the trials'
+results through :func:`tune.outputs.trial_frame`, the same code as the final files
+(:func:`tune.outputs.write_outputs` of :func:`recorded`). A resumed search starts from what Ray
+recorded of its earlier runs.
 
 The other live view of a search, its Optuna study in a database, is :mod:`tune.study`.
 
 The search's other callbacks live here too: :class:`TrialLines` (one printed line per ended or
-restarted trial) and :class:`DropEndedCheckpoints` (checkpoints removed once Ray's saved state no
-longer needs them).
+restarted trial, with the progress against ``--num-samples``) and :class:`DropEndedCheckpoints`
+(checkpoints removed once Ray's saved state no longer needs them).
 """
 from __future__ import annotations
 
 import math
 import sys
 import time
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 from ray import tune as ray_tune
 
 from ssot.results import storage
-from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
-from ssot.results.trials import COMPLETED, RUNNING
+from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, TRIALS_FILE, experiment_texts
+from ssot.results.metrics import DEFAULT_METRIC
+from ssot.results.metrics import metric as metric_spec
 from tune import members
-from tune.outputs import best_config, collect, trial_frame
+from tune.outputs import ENDED, TrialHistory, best_config, expected_configs, trial_frame
+
+
+def recorded(path: str) -> list[TrialHistory]:
+    """The trials Ray's saved state of the experiment at ``path`` holds, with everything they
+    reported (their ``result.json``, every driver's run) and how they ended; none when nothing
+    ran."""
+    from ray.tune import ExperimentAnalysis
+
+    try:
+        analysis = ExperimentAnalysis(path)
+    except Exception:  # noqa: BLE001 - no state at all: nothing ran
+        return []
+    frames = analysis.trial_dataframes
+    out = []
+    for trial in analysis.trials:
+        frame = frames.get(trial.trial_id)
+        results = frame.to_dict("records") if frame is not None and len(frame) else []
+        error = (last_error_line(trial)[0] or "errored (see the trial's error.txt)") if trial.status == "ERROR" else None
+        out.append(TrialHistory(str(trial.trial_id), dict(trial.config), results, str(trial.status), error,
+                                int(getattr(trial, "num_failures", 0) or 0)))
+    return out
+
 
 class LiveOutputs(ray_tune.Callback):
-    """Rewrite ``trials.csv`` and ``best_config.json`` atomically after each finished trial.
+    """Rewrite ``trials.csv`` and ``best_config.json`` atomically after each ended trial.
 
-    Finished trials carry their final status; trials still running carry ``running`` and the
-    epochs they reported. On a resumed search the rows of ``trials.csv`` written before are kept
-    for the trials that report nothing new, and a trial resumed from its checkpoint keeps its
-    earlier epochs.
+    Ended trials carry their final status; trials still running carry ``running`` and the epochs
+    they reported. A resumed search starts from the trials Ray restored, with everything they
+    reported before (:func:`recorded`), so trials that report nothing new keep their rows and a
+    trial resumed from its checkpoint keeps its earlier epochs.
     """
 
     def __init__(self, path: str, info: dict[str, Any]):
         self.path, self.info = path, info
-        self.history: dict[str, list[dict[str, Any]]] = {}
-        self.configs: dict[str, dict[str, Any]] = {}
-        self.ended: dict[str, str | None] = {}  # trial id -> its error text (None: no error)
-        self.previous: pd.DataFrame | None = None
+        self.trials: dict[str, TrialHistory] = {}
         self.failed = False
 
     def setup(self, **info: Any) -> None:
-        done = collect(self.path).trials if storage.exists(storage.join(self.path, TRIALS_FILE)) else None
-        self.previous = done if done is not None and len(done) else None
+        self.trials = {t.trial_id: t for t in recorded(self.path)}
+
+    def _trial(self, trial: Any) -> TrialHistory:
+        known = self.trials.get(trial.trial_id)
+        if known is None:
+            known = self.trials[trial.trial_id] = TrialHistory(str(trial.trial_id), dict(trial.config))
+        return known
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
-        self.configs[trial.trial_id] = dict(trial.config)
-        self.history.setdefault(trial.trial_id, []).append({k: v for k, v in result.items() if k != "config"})
+        known = self._trial(trial)
+        known.status = "RUNNING"
+        known.results.append({k: v for k, v in result.items() if k != "config"})
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.configs[trial.trial_id], self.ended[trial.trial_id] = dict(trial.config), None
+        known = self._trial(trial)
+        known.status, known.error = "TERMINATED", None
         self.write()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.configs[trial.trial_id] = dict(trial.config)
-        self.ended[trial.trial_id] = last_error_line(trial)[0] or "errored (see the trial's error.txt)"
+        known = self._trial(trial)
+        known.status, known.error = "ERROR", last_error_line(trial)[0] or "errored (see the trial's error.txt)"
         self.write()
 
     def frame(self) -> pd.DataFrame:
-        """The rows known now: :func:`tune.outputs.trial_frame` of ended trials (final status)
-        and of running ones (status ``running``), merged with the rows written before."""
-        def results(ended: bool) -> list[SimpleNamespace]:
-            ids = [t for t in dict.fromkeys([*self.history, *self.ended]) if (t in self.ended) == ended]
-            return [SimpleNamespace(config=self.configs.get(t), metrics={"trial_id": t}, path=t, error=self.ended.get(t),
-                                    metrics_dataframe=pd.DataFrame(self.history.get(t, []))) for t in ids]
-
-        parts = [trial_frame(results(ended), self.info, finished=ended) for ended in (True, False)]
-        running = parts[1]["status"] == COMPLETED  # at the last epoch, but not ended yet
-        parts[1].loc[running, "status"] = RUNNING
-        new = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else parts[0]
-        return _merge(self.previous, new)
+        """The rows known now (:func:`tune.outputs.trial_frame`)."""
+        return trial_frame(self.trials.values(), self.info)
 
     def write(self) -> None:
         """Write the files; a failure (e.g. a storage that is briefly unreachable) is printed
@@ -96,35 +113,41 @@ class LiveOutputs(ray_tune.Callback):
 
 
 def last_error_line(trial: Any) -> tuple[str | None, str | None]:
-    """The last line of an errored trial's traceback (None when unreadable) and the file's path."""
-    path = trial.error_file or (f"{trial.local_path}/error.txt" if trial.local_path else None)
-    try:
-        lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()] if path else []
-    except OSError:
-        lines = []
-    return (lines[-1][:300] if lines else None), path
-
-
-def _merge(previous: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
-    """``new`` plus the rows of ``previous`` that it does not replace (see :class:`LiveOutputs`)."""
-    if previous is None or not len(previous):
-        return new
-    if not len(new):
-        return previous
-    previous = previous.reindex(columns=new.columns)
-    old = previous[~previous["trial_id"].isin(new["trial_id"])]
-    cont = previous[previous["trial_id"].isin(new["trial_id"])]
-    first = new.groupby("trial_id")["epoch"].min().fillna(math.inf)  # no epoch now (a trial restored at its end): keep all
-    cont = cont[cont["epoch"] < cont["trial_id"].map(first)]
-    last = new.groupby("trial_id").tail(1).set_index("trial_id")
-    cont = cont.assign(status=cont["trial_id"].map(last["status"]), reason=cont["trial_id"].map(last["reason"]))
-    merged = pd.concat([p for p in (old, cont, new) if len(p)], ignore_index=True)
-    return merged.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
+    """The last line of an errored trial's traceback (None when unreadable) and the file's path:
+    its ``error_file``, else ``error.txt`` in its folder (on the storage, for a trial of an
+    earlier driver)."""
+    candidates = [trial.error_file, f"{trial.local_path}/error.txt" if getattr(trial, "local_path", None) else None,
+                  f"{trial.path}/error.txt" if getattr(trial, "path", None) else None]
+    for path in [c for c in candidates if c]:
+        try:
+            text = storage.read_text(path)
+        except (OSError, ValueError):
+            continue
+        if text is None:
+            continue
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return (lines[-1][:300] if lines else None), path
+    return None, next((c for c in candidates if c), None)
 
 
 # ---------------------------------------------------------------------------- printed lines, checkpoints
 class TrialLines(ray_tune.Callback):
-    """One printed line per finished trial (Ray's own tables are ``--verbose 2``)."""
+    """One printed line per ended trial: the progress against ``--num-samples`` (configs ended,
+    elapsed time, an estimate of what is left), then the trial's lead member (module
+    :mod:`tune.members`): its epoch, its value and its config (Ray's own tables are ``--verbose 2``).
+
+    ``path`` is the experiment's folder: its ``experiment.json`` gives the configs asked for and
+    the wall time of earlier runs (a resumed search counts on)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.total, self.metric, self.earlier, self.started = 0, DEFAULT_METRIC, 0.0, time.monotonic()
+
+    def setup(self, **info: Any) -> None:
+        meta = storage.read_json(storage.join(self.path, EXPERIMENT_FILE)) or {}
+        self.total = expected_configs(meta) if meta else 0
+        self.metric = str(meta.get("metric") or DEFAULT_METRIC)
+        self.earlier, self.started = float(meta.get("elapsed_s") or 0.0), time.monotonic()
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._line(trials, trial, "")
@@ -136,21 +159,37 @@ class TrialLines(ray_tune.Callback):
         print(f"trial {trial.trial_id} failed ({_error_summary(trial)}); restart {trial.num_failures} of at most "
               f"{trial.max_failures}, from its last checkpoint", flush=True)
 
-    @staticmethod
-    def _line(trials: list, trial: Any, suffix: str) -> None:
-        done = sum(t.status in ("TERMINATED", "ERROR") for t in trials) + 1
-        r, c = trial.last_result or {}, trial.config
-        if members.is_population(c):
-            entries = members.decode(r.get(members.MEMBERS_COLUMN))
-            best = members.best_value(entries, "target_acc", "max", float("nan"))
-            print(f"[{min(done, len(trials))}/{len(trials)}] population {trial.trial_id} ({len(c[members.MEMBERS_KEY])} members): "
-                  f"epoch {r.get('epoch', 0)}, best target_acc {best:.4f} of the {len(entries)} member(s) that ran it{suffix}", flush=True)
-            return
-        acc = f"target_acc {r['target_acc']:.4f}" if "target_acc" in r else "no result"
-        flag = " DIVERGED" if r.get("diverged") else suffix
-        print(f"[{min(done, len(trials))}/{len(trials)}] trial {trial.trial_id}: epoch {r.get('epoch', 0)}, {acc}  "
-              f"lambda_ot {c.get('lambda_ot', float('nan')):.3g} lambda_ent {c.get('lambda_ent', float('nan')):.3g} "
-              f"eps {c.get('eps', float('nan')):.3g} width {c.get('potential_width')}{flag}", flush=True)
+    def progress(self, trials: list, trial: Any) -> str:
+        """``[ended/asked configs, elapsed, left]``: configs of ended trials (``trial`` included)
+        against the search's configs; what is left estimated from the time per config so far."""
+        def configs(t: Any) -> int:
+            return len(members.members_of(t.config, t.trial_id))
+
+        ended = sum(configs(t) for t in trials if t.status in ENDED and t is not trial) + configs(trial)
+        total = max(self.total, ended)
+        elapsed = self.earlier + time.monotonic() - self.started
+        left = f", ~{_clock(elapsed / ended * (total - ended))} left" if 0 < ended < total else ""
+        return f"[{ended}/{total} configs, {_clock(elapsed)} elapsed{left}]"
+
+    def _line(self, trials: list, trial: Any, suffix: str) -> None:
+        result, listed = trial.last_result or {}, members.members_of(trial.config, trial.trial_id)
+        entries = members.entries(result)
+        lead = members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries else next(iter(listed))
+        entry, config = entries.get(lead, {}), listed.get(lead, {})
+        shown = dict.fromkeys((self.metric, "target_acc"))
+        values = ", ".join(f"{m} {entry[m]:.4f}" for m in shown if members.finite(entry.get(m)) is not None) or "no result"
+        who = f"trial {trial.trial_id}" + (f" ({len(listed)} configs, best {lead})" if len(listed) > 1 else "")
+        flag = " DIVERGED" if entry.get("diverged") else suffix
+        print(f"{self.progress(trials, trial)} {who}: epoch {entry.get('epoch', 0)}, {values}  "
+              f"lambda_ot {config.get('lambda_ot', math.nan):.3g} lambda_ent {config.get('lambda_ent', math.nan):.3g} "
+              f"eps {config.get('eps', math.nan):.3g} width {config.get('potential_width')}{flag}", flush=True)
+
+
+def _clock(seconds: float) -> str:
+    """``seconds`` as ``h:mm:ss`` (``m:ss`` under an hour)."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 class DropEndedCheckpoints(ray_tune.Callback):

@@ -1,109 +1,214 @@
-"""The members of a population trial: their ids, their per-epoch results, and one result per member.
+"""The one shape of a search trial: its members, their ids, their params and their per-epoch entries.
 
-A population (:mod:`ssot.population`, run by :mod:`tune.population`) is one Ray trial that trains
-P configs. Its params carry the members (:data:`MEMBERS_KEY`: ``[{"trial_id", "params"}, ...]``,
-proposed by the search's Optuna study); each epoch it reports one result whose
-:data:`MEMBERS_COLUMN` holds, as JSON, one entry per member that recorded this epoch or ended in
-it: exactly the result an independent trial of that config would report
-(:func:`tune.trainable.epoch_result`, :func:`tune.trainable.diverged_result`), plus its
-``trial_id`` and ``early_stopped = 1`` on the last epoch of a member stopped at a rung.
+Every Ray trial of a search trains P >= 1 configs, its *members* (one
+:class:`ssot.population.Population`, run by :mod:`tune.trial`; P is ``--population``, default 1).
+This module owns how they travel through Ray (pure data work: no Ray, no torch).
 
-:func:`expand` turns such trials into one result per member, so that the search's tidy files
-(``trials.csv``: one row per member and epoch) are built by the same code as for independent
-trials (:func:`tune.outputs.trial_frame`). Pure results work: no Ray, no torch.
+Params
+    A trial's params are a full config, its first member's, plus under :data:`MEMBERS_KEY` every
+    member's id and the values of its searched fields (:func:`proposal`)::
+
+        {"lambda_ot": 0.1, ..., "members": {"p00-m00-3f2a1b0c": {"lambda_ot": 0.1, ...}, ...}}
+
+    Params without ``members`` (a cell of ``--search grid``: Ray proposes the config itself) are
+    one member whose id is the Ray trial's (:func:`members_of`).
+
+Results
+    Each epoch a trial reports, under :data:`MEMBERS_KEY`, one *entry* per member that recorded
+    the epoch or ended in it: a flat dict of scalars, the result an independent run of that config
+    would report (:func:`epoch_entry`, :func:`diverged_entry`: the epoch's metrics, ``diverged``,
+    ``reason``, :data:`EARLY_STOPPED_FLAG`, the run's source-only values, and at its last epoch its
+    target predictions as text). Ray flattens the nested dict into columns
+    ``members/<member id>/<name>`` (``result.json``, ``progress.csv``, its dataframes, the
+    trackers); :func:`entries` reads either form. At the top, the trial reports its *lead* entry:
+    the epoch's best member under the search's metric (a diverged one last; predictions left out),
+    the scalar Ray's scheduler, its tables, the trackers and the printed lines read
+    (:func:`report`). With one member, the lead is that member.
+
+Member ids
+    ``p<k>-m<i>-<Ray trial id>`` for member ``i`` of the ``k``-th trial proposed, zero-padded so
+    that ids sort in the order the configs were proposed (the best-trial rule's tie-break); in a
+    search of one config per trial the member's id is its Ray trial's (:func:`member_id`), so its
+    rows, its trial folder and its tracker runs share one id.
+
+The status a member ends with (``trials.csv``'s, and through :mod:`tune.searcher` the Optuna
+trial's state) is :func:`member_status`.
 """
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable
-from types import SimpleNamespace
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-import pandas as pd
+from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
+from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING
 
-#: The key of a population trial's params holding its members.
-MEMBERS_KEY = "_members"
-#: The column of a population trial's results holding its members' entries (JSON).
-MEMBERS_COLUMN = "members"
-#: An entry's flag: the member stopped at this epoch, an ASHA rung of the population.
+#: ``experiment.json``'s ``trial_format`` of a search whose trials have this module's shape;
+#: searches started by earlier versions (one trainable per kind of trial) lack it and are not resumed.
+TRIAL_FORMAT = 2
+#: The key of a trial's params (its members' searched values) and of its results (their entries).
+MEMBERS_KEY = "members"
+#: The separator of Ray's flattened result columns (``members/<id>/<name>``).
+SEP = "/"
+#: An entry's flag: the member stopped at this epoch, an early-stopping rung.
 EARLY_STOPPED_FLAG = "early_stopped"
+#: Scalar epoch metrics of an entry (lists and dicts stay in the checkpointed run record).
+REPORTED = ("epoch", *REPORTED_METRICS)
 
 
-def member_id(trial_id: str, population: int, populations: int, index: int, size: int) -> str:
-    """The trial id of member ``index`` (of ``size``) of the ``population``-th population (of
-    ``populations``, counted from 0 in the order they were proposed), which is the Ray trial
-    ``trial_id``: ``p<population>-m<index>-<trial_id>``, zero-padded, so that ids sort by
-    population, then by member: the order the configs were proposed (the best-trial rule's
-    tie-break, the lowest id, is then the config proposed first)."""
-    return f"p{population:0{_digits(populations)}d}-m{index:0{_digits(size)}d}-{trial_id}"
+# ---------------------------------------------------------------------------- ids and params
+def member_id(trial_id: str, proposed: int, trials: int, index: int, size: int) -> str:
+    """The id of member ``index`` of the ``proposed``-th trial (counted from 0, of ``trials``) of a
+    search of ``size`` configs per trial, whose Ray trial is ``trial_id``: the Ray trial id itself
+    when ``size`` is 1, else ``p<proposed>-m<index>-<trial_id>`` (module docstring)."""
+    if size == 1:
+        return str(trial_id)
+    return f"p{proposed:0{_digits(trials)}d}-m{index:0{_digits(size)}d}-{trial_id}"
 
 
 def _digits(count: int) -> int:
     return max(2, len(str(max(0, count - 1))))
 
 
-def encode(entries: list[dict[str, Any]]) -> str:
-    """The :data:`MEMBERS_COLUMN` value of a population's result (NaN is written as ``NaN``)."""
-    return json.dumps(entries)
+def proposal(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A trial's params as a searcher proposes them: its first member's values at the top, every
+    member's under :data:`MEMBERS_KEY` (module docstring)."""
+    first = next(iter(members.values()))
+    return {**first, MEMBERS_KEY: {str(k): dict(v) for k, v in members.items()}}
 
 
-def decode(text: Any) -> list[dict[str, Any]]:
-    """The entries of a :data:`MEMBERS_COLUMN` value (none for a missing one)."""
-    if not isinstance(text, str) or not text:
-        return []
-    return list(json.loads(text))
+def members_of(params: Mapping[str, Any], trial_id: str) -> dict[str, dict[str, Any]]:
+    """Each member of a trial with its full params (``params`` with the member's searched values);
+    params without members are one member, the Ray trial ``trial_id``."""
+    shared = {k: v for k, v in params.items() if k != MEMBERS_KEY}
+    listed = params.get(MEMBERS_KEY) or {str(trial_id): {}}
+    return {str(k): {**shared, **dict(v)} for k, v in listed.items()}
 
 
-def is_population(params: dict[str, Any] | None) -> bool:
-    """Whether a trial's params are those of a population."""
-    return bool(params) and bool(params.get(MEMBERS_KEY))
+# ---------------------------------------------------------------------------- entries
+def epoch_entry(metrics: Mapping[str, Any], record: Mapping[str, Any], *, final: bool) -> dict[str, Any]:
+    """A member's entry for an epoch: the scalar metrics :data:`REPORTED` of ``metrics``, the
+    run's source-only values from its ``record``, and at the ``final`` epoch its target
+    predictions (for the post-hoc EnsV selector)."""
+    entry = {k: _number(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": "", EARLY_STOPPED_FLAG: 0}
+    entry |= _source_only(record)
+    entry["epoch"] = int(metrics["epoch"])
+    if final:
+        entry[PREDICTIONS_COLUMN] = " ".join(map(str, record["target_pred"]))
+    return entry
 
 
-def _ended(entries: list[dict[str, Any]], max_epochs: int) -> bool:
-    if not entries:
-        return False
-    last = entries[-1]
-    return bool(last.get("diverged")) or bool(last.get(EARLY_STOPPED_FLAG)) or int(last.get("epoch") or 0) >= max_epochs
+def diverged_entry(epoch: int, reason: str, record: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A member's entry when it diverged at ``epoch`` (0: in pretraining, no ``record`` values):
+    every selectable metric at its worst (finite) value, so that ASHA can cut it and TPE learn
+    from it, ``diverged = 1`` and the reason."""
+    worst = {v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}
+    entry = {"epoch": int(epoch), **worst, "diverged": 1, "reason": str(reason), EARLY_STOPPED_FLAG: 0}
+    return entry | (_source_only(record) if record and record.get("source_only_target_acc") is not None else {})
 
 
-def expand(results: Iterable[Any], max_epochs: int) -> list[Any]:
-    """``results`` (Ray's results, or objects with the same ``config``, ``metrics``,
-    ``metrics_dataframe``, ``error`` and ``path``) with every population trial replaced by one
-    result per member, in member order.
+def _source_only(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"source_only_target_acc": _number(record["source_only_target_acc"]),
+            "source_outlier_share": _number(record["source_outlier_share"])}
 
-    A member's entries are deduplicated by epoch (a population restored from its checkpoint
-    reports again the epochs after it: the last report of each epoch is kept), so each member's
-    epochs appear once. A member inherits the population's error only if it had not
-    ended (completed, early-stopped or diverged) before it.
-    """
-    out: list[Any] = []
-    for result in results:
-        params = result.config or {}
-        if not is_population(params):
-            out.append(result)
+
+def _number(value: Any) -> float:
+    """A reported scalar; ``None`` (e.g. no target labels) becomes NaN."""
+    return float("nan") if value is None else float(value)
+
+
+def lead(entries: Mapping[str, Mapping[str, Any]], metric: str, direction: str) -> str | None:
+    """The member whose entry leads a report: the best finite ``metric`` (``direction`` ``"max"``
+    or ``"min"``), a diverged or valueless member last, ties to the first; None without entries."""
+    def rank(item: tuple[int, str]) -> tuple[bool, float, int]:
+        position, member = item
+        value = finite(entries[member].get(metric))
+        usable = value is not None and not entries[member].get("diverged")
+        return (not usable, -(value or 0.0) if direction == "max" else (value or 0.0), position)
+
+    ranked = sorted(enumerate(entries), key=rank)
+    return ranked[0][1] if ranked else None
+
+
+def report(entries: Mapping[str, Mapping[str, Any]], metric: str, direction: str) -> dict[str, Any]:
+    """What a trial reports to Ray for an epoch (module docstring): its lead entry at the top
+    (without predictions) and every member's entry under :data:`MEMBERS_KEY`."""
+    top = lead(entries, metric, direction)
+    summary = {k: v for k, v in entries[top].items() if k != PREDICTIONS_COLUMN} if top is not None else {}
+    return {**summary, MEMBERS_KEY: {str(k): dict(v) for k, v in entries.items()}}
+
+
+def entries(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The member entries of one reported result: nested (what callbacks receive) or flattened by
+    Ray into ``members/<id>/<name>`` (what searchers receive, and Ray's dataframes hold, where a
+    member absent from a report has NaN in its columns: left out). Epochs and flags as ints."""
+    found: dict[str, dict[str, Any]] = {}
+    nested = result.get(MEMBERS_KEY)
+    if isinstance(nested, Mapping):
+        found = {str(k): dict(v) for k, v in nested.items() if isinstance(v, Mapping)}
+    prefix = MEMBERS_KEY + SEP
+    for key, value in result.items():
+        if isinstance(key, str) and key.startswith(prefix):
+            member, sep, name = key[len(prefix):].partition(SEP)
+            if sep:
+                found.setdefault(member, {})[name] = value
+    out = {}
+    for member, entry in found.items():
+        epoch = finite(entry.get("epoch"))
+        if epoch is None:  # absent from this report
             continue
-        history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
-        rows = history[MEMBERS_COLUMN].tolist() if MEMBERS_COLUMN in history else []
-        entries: dict[str, dict[int, dict[str, Any]]] = {}  # member -> epoch -> its last entry
-        for text in rows:
-            for entry in decode(text):
-                entries.setdefault(str(entry["trial_id"]), {})[int(entry.get("epoch") or 0)] = entry
-        constants = {k: v for k, v in params.items() if k != MEMBERS_KEY}
-        for member in params[MEMBERS_KEY]:
-            mine = [e for _, e in sorted(entries.get(str(member["trial_id"]), {}).items())]
-            error = None if _ended(mine, max_epochs) else result.error
-            out.append(SimpleNamespace(config={**constants, **member["params"]}, metrics={"trial_id": member["trial_id"]},
-                                       path=f"{result.path}/{member['trial_id']}", error=error,
-                                       metrics_dataframe=pd.DataFrame(mine)))
+        entry["epoch"] = int(epoch)
+        for flag in ("diverged", EARLY_STOPPED_FLAG):
+            entry[flag] = int(finite(entry.get(flag)) or 0)
+        reason = entry.get("reason")
+        entry["reason"] = reason if isinstance(reason, str) else ""
+        if not isinstance(entry.get(PREDICTIONS_COLUMN), str):
+            entry.pop(PREDICTIONS_COLUMN, None)
+        out[member] = entry
     return out
 
 
-def best_value(entries: list[dict[str, Any]], metric: str, direction: str, worst: float) -> float:
-    """The best ``metric`` among the members' entries of an epoch (``worst`` when none has a
-    finite one): the scalar a population reports to Ray under the search's metric."""
-    values = [float(e[metric]) for e in entries if not e.get("diverged") and isinstance(e.get(metric), (int, float))
-              and math.isfinite(float(e[metric]))]
-    if not values:
-        return worst
-    return max(values) if direction == "max" else min(values)
+def history(results: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each member's entries over a trial's ``results`` (oldest first), one per epoch. A report of
+    an epoch at or before a member's last one is a restart (a trial restored from an earlier
+    checkpoint, or Ray reporting again after a lost node): it replaces the entries from that epoch
+    on, which belong to the run that was abandoned, so each member keeps the epochs its final
+    state descends from."""
+    by_member: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        for member, entry in entries(result).items():
+            mine = by_member.setdefault(member, [])
+            while mine and mine[-1]["epoch"] >= entry["epoch"]:
+                mine.pop()
+            mine.append(entry)
+    return by_member
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a finite float, or None (missing, NaN, infinite or not a number)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+# ---------------------------------------------------------------------------- how a member ended
+def member_status(entries: list[dict[str, Any]], error: str | None, max_epochs: int, ended: bool) -> tuple[str, str]:
+    """A member's status in ``trials.csv`` and its reason, from its ``entries`` (oldest first),
+    the error its trial ended with (None: none), the search's last epoch, and whether its trial
+    ``ended``: diverged or stopped at a rung by its own entry; completed at the last epoch;
+    errored with its trial, unless it had ended before; early-stopped (by ASHA across trials)
+    when its trial ended before the last epoch; running otherwise."""
+    last = entries[-1] if entries else {}
+    if last.get("diverged"):
+        return DIVERGED, str(last.get("reason") or "")
+    if last.get(EARLY_STOPPED_FLAG):
+        return EARLY_STOPPED, ""
+    if not ended:
+        return RUNNING, ""
+    if last and int(last.get("epoch") or 0) >= max_epochs:
+        return COMPLETED, ""
+    if error is not None:
+        return ERRORED, error.strip().splitlines()[-1][:300] if error.strip() else "errored"
+    return EARLY_STOPPED, ""

@@ -62,8 +62,8 @@ class SearchOptions:
     trial_resources: dict[str, float] = field(default_factory=dict)
     #: Use NVIDIA MPS when trials share a GPU (a fractional ``gpus_per_trial``; :mod:`tune.mps`).
     mps: bool = True
-    #: Train configs by populations of this many members, each population one Ray trial
-    #: (:mod:`tune.population`; feature caches only). None: one Ray trial per config.
+    #: Configs per Ray trial (P, :mod:`tune.members`), trained as one population (more than one:
+    #: on a feature cache only). None: one config per trial.
     population: int | None = None
     #: Replay the configs of this experiment (its task folder, local or a URI; :mod:`tune.replay`):
     #: ``num_samples`` and the space become the experiment's.

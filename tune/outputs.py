@@ -1,4 +1,9 @@
-"""An experiment's tidy outputs, from Ray's results: ``trials.csv``, ``best_config.json``, the summary.
+"""An experiment's tidy outputs, from its trials' results: ``trials.csv``, ``best_config.json``, the summary.
+
+:func:`trial_frame` is the one place that turns trials' results (:class:`TrialHistory`: what each
+Ray trial reported, in :mod:`tune.members`' format) into the rows of ``trials.csv``, one per
+member and epoch: the live files of a running search (:class:`tune.live.LiveOutputs`) and its
+final files (:func:`tune.live.recorded`) are built by it alike.
 
 Pure results work (no Ray import, no training): the format itself and the best-trial rule are
 owned by :mod:`ssot.results`; files are written through :mod:`ssot.results.storage`.
@@ -6,8 +11,8 @@ owned by :mod:`ssot.results`; files are written through :mod:`ssot.results.stora
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,9 +23,39 @@ from ssot.results import storage
 from ssot.results import trials as trial_model
 from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, experiment_texts, hyperparameters, now, read_experiment
 from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
-from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
+from ssot.results.trials import ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
 from tune import members
 from tune.mps import describe as describe_mps
+
+#: Ray's statuses of a trial that ended.
+ENDED = ("TERMINATED", "ERROR")
+
+
+@dataclass
+class TrialHistory:
+    """One Ray trial as the search's outputs need it.
+
+    Attributes
+    ----------
+    trial_id : Ray's trial id.
+    config : its params (a config and its members, :mod:`tune.members`).
+    results : what it reported, oldest first, earlier drivers' runs included: result dicts as Ray's
+        callbacks receive them, or the flattened rows of Ray's saved results.
+    status : Ray's status (``PENDING``, ``RUNNING``, ``TERMINATED``, ``ERROR``...).
+    error : the last line of its error when it errored, else None.
+    failures : times Ray restarted it after a failure.
+    """
+
+    trial_id: str
+    config: dict[str, Any]
+    results: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "PENDING"
+    error: str | None = None
+    failures: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED
 
 
 @dataclass
@@ -50,58 +85,37 @@ def exit_status_of(outcome: SearchOutcome) -> int:
     return cli.EXIT_FAILED if outcome.status == ERRORED else cli.EXIT_OK
 
 
+def expected_configs(info: dict[str, Any]) -> int:
+    """Configs a complete search trains: ``num_samples``, times the number of cells for a grid."""
+    return int(info["num_samples"]) * math.prod(len(s["values"]) for s in info["space"].values() if s["type"] == "grid")
+
+
 def expected_trials(info: dict[str, Any]) -> int:
-    """Ray trials a complete search has: ``num_samples``, times the number of cells for a grid;
-    with populations of ``population`` members, ``ceil(num_samples / population)``."""
-    cells = math.prod(len(s["values"]) for s in info["space"].values() if s["type"] == "grid")
-    if info.get("population"):
-        return math.ceil(info["num_samples"] * cells / info["population"])
-    return info["num_samples"] * cells
+    """Ray trials a complete search has: its configs (:func:`expected_configs`) in trials of
+    ``population`` members (one without)."""
+    return math.ceil(expected_configs(info) / int(info.get("population") or 1))
 
 
-def trial_frame(results: Any, info: dict[str, Any], *, finished: bool) -> pd.DataFrame:
-    """One row per (trial, epoch) of Ray's ``results``, with the trial's final status; a population
-    trial gives the rows of each of its members (:func:`tune.members.expand`)."""
+def trial_frame(trials: Iterable[TrialHistory], info: dict[str, Any]) -> pd.DataFrame:
+    """The rows of ``trials.csv``: one per member of ``trials`` and epoch (each epoch once,
+    :func:`tune.members.history`), with the member's status (:func:`tune.members.member_status`);
+    a member that recorded no epoch has one row with an empty ``epoch``."""
     rows: list[dict[str, Any]] = []
     hyper = hyperparameters(info)
-    for result in members.expand(results, int(info["max_epochs"])):
-        params = result.config or {}
-        history = result.metrics_dataframe if result.metrics_dataframe is not None else pd.DataFrame()
-        if len(history) and "epoch" in history:
-            # A trial restored from its checkpoint replays the epochs reported after it: keep the
-            # last report of each epoch (the one the trial's final state descends from).
-            history = history.drop_duplicates(subset="epoch", keep="last")
-        records = history.to_dict("records") if len(history) else []
-        status, reason = trial_status(records, result.error, info["max_epochs"], finished)
-        common = {"task": info["task"], "trial_id": _trial_id(result), "search": info["search"],
-                  **{h: params.get(h) for h in hyper}}
-        for rec in records or [{"epoch": math.nan}]:
-            rows.append({**common, "epoch": rec.get("epoch"), **{m: rec.get(m, math.nan) for m in METRIC_COLUMNS},
-                         PREDICTIONS_COLUMN: rec.get(PREDICTIONS_COLUMN), "status": status, "reason": reason})
+    max_epochs = int(info["max_epochs"])
+    for trial in trials:
+        entries = members.history(trial.results)
+        for member, params in members.members_of(trial.config, trial.trial_id).items():
+            mine = entries.get(member, [])
+            status, reason = members.member_status(mine, trial.error if trial.status == "ERROR" else None, max_epochs,
+                                                   trial.ended)
+            common = {"task": info["task"], "trial_id": member, "search": info["search"], **{h: params.get(h) for h in hyper}}
+            for entry in mine or [{"epoch": math.nan}]:
+                rows.append({**common, "epoch": entry.get("epoch"), **{m: entry.get(m, math.nan) for m in METRIC_COLUMNS},
+                             PREDICTIONS_COLUMN: entry.get(PREDICTIONS_COLUMN), "status": status, "reason": reason})
     frame = pd.DataFrame(rows, columns=trial_columns(hyper))
+    frame["epoch"] = pd.to_numeric(frame["epoch"], errors="coerce").astype("Int64")
     return frame.sort_values(["trial_id", "epoch"], kind="stable").reset_index(drop=True)
-
-
-def _trial_id(result: Any) -> str:
-    metrics = result.metrics or {}
-    if metrics.get("trial_id"):
-        return str(metrics["trial_id"])
-    return Path(str(result.path)).name
-
-
-def trial_status(records: list[dict[str, Any]], error: Any, max_epochs: int, finished: bool) -> tuple[str, str]:
-    """A trial's status in ``trials.csv`` and its reason, from its reported ``records`` (oldest
-    first), its error (``None``: none), the experiment's last epoch and whether the search ended."""
-    if records and int(records[-1].get("diverged", 0) or 0):
-        return DIVERGED, str(records[-1].get("reason", ""))
-    if records and int(records[-1].get(members.EARLY_STOPPED_FLAG, 0) or 0):  # a population member, at a rung
-        return EARLY_STOPPED, ""
-    if error is not None:
-        text = str(error).strip()
-        return ERRORED, text.splitlines()[-1][:300] if text else type(error).__name__
-    if records and int(records[-1].get("epoch", 0)) >= max_epochs:
-        return COMPLETED, ""
-    return (EARLY_STOPPED, "") if finished else (RUNNING, "")
 
 
 def trial_table(frame: pd.DataFrame, info: dict[str, Any]) -> pd.DataFrame:

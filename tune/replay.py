@@ -4,9 +4,8 @@ A screen measures how well cheap training ranks configs only if it trains exactl
 an end-to-end experiment (``analysis/proxy.py`` compares the two). :func:`read_reference` reads
 the finished experiment at a path (local or a URI) and returns its configs, one per trial in
 trial-id order (the order they were proposed), as the values of its sampled fields; the search
-then proposes exactly those (a population's study enqueues them, a plain search evaluates them
-as its first points) and records the reference in ``experiment.json``
-(:data:`ssot.results.experiment.REFERENCE_KEY`).
+then proposes exactly those (its searcher asks them first, in order: :mod:`tune.searcher`) and
+records the reference in ``experiment.json`` (:data:`ssot.results.experiment.REFERENCE_KEY`).
 """
 from __future__ import annotations
 

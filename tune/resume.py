@@ -18,6 +18,7 @@ from ssot.results.experiment import EXPERIMENT_FILE, FINISHED
 from ssot.results.lock import LOCK_FILE
 from ssot.results.trials import ERRORED
 from tune import state
+from tune.members import TRIAL_FORMAT
 from tune.outputs import SearchOutcome, collect, expected_trials
 
 #: The settings of experiment.json that a resumed search keeps, with the flags that set them.
@@ -90,4 +91,8 @@ def resumed(path: str, wanted: dict[str, Any], verbose: int) -> tuple[dict[str, 
         if done.trials.empty or not (done.trials["status"] == ERRORED).any():
             print(f"{info['task']}: experiment {path} already finished; nothing to resume.")
             return done, False
+    if info.get("trial_format") != TRIAL_FORMAT:
+        raise SSOTError(f"--resume: experiment {path} was started by an earlier version of the search, whose Ray state holds "
+                        "trials of another shape, so it cannot be continued; its results so far stay in trials.csv. Start a "
+                        "new search with another --name.")
     return info, restorable(path, info, verbose)

@@ -22,7 +22,6 @@ import argparse
 import json
 import sys
 
-
 from ssot import cli
 from ssot.data.registry import searched_tasks
 from ssot.errors import ConfigError
@@ -37,8 +36,10 @@ from tune.trackers import TRACKERS
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python tune/search.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", required=True, help="a task (digits, P2H, H2P, A2W, P2I, Ar2Cl, S2R...) or a dataset (embedded, office31, imageclef, officehome, visda2017)")
-    p.add_argument("--num-samples", type=int, help="trials per task (default 20); with --search grid: repeats of the grid (default 1)")
+    p.add_argument("--task", required=True, help="a task (digits, P2H, H2P, A2W, P2I, Ar2Cl, S2R...) or a dataset "
+                                                 "(embedded, office31, imageclef, officehome, visda2017)")
+    p.add_argument("--num-samples", type=int, help="configs per task (default 20), trained --population at a time per Ray "
+                                                   "trial; with --search grid: repeats of the grid (default 1)")
     p.add_argument("--search", choices=SEARCHES, default="tpe")
     g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
     g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
@@ -53,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
     t.add_argument("--features", metavar="PATH", help="screen on a feature cache (python -m ssot.features) instead of images")
     t.add_argument("--population", type=int, metavar="P",
-                   help="with --features: train P configs at once as one Ray trial (stacked weights, ASHA's rungs inside; "
-                        "TPE proposes each population from every result so far)")
+                   help="configs per Ray trial, trained at once as one population (P > 1 needs --features: stacked weights, "
+                        "ASHA's rungs inside the population; TPE proposes each trial's configs from every result so far); default 1")
     t.add_argument("--configs-from", metavar="EXPERIMENT",
                    help="replay the configs of a finished search (its task folder, e.g. RESULTS/e2e/P2H): the screen trains "
                         "exactly those (--num-samples and the space become that search's); analysis/proxy.py compares the two")
@@ -182,10 +183,25 @@ def search(args: argparse.Namespace) -> int:
         code = exit_status_of(outcome)
         print(f"  {_STATES[code]}; table {outcome.path}/trials.csv"
               + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))
+        if code in (cli.EXIT_OK, cli.EXIT_FAILED) and outcome.best_config is not None:
+            print("\n".join(next_commands(outcome.path, outcome.info or {})))
         worst = max(worst, code)
         if code == cli.EXIT_INTERRUPTED:
             break
     return worst
+
+
+def next_commands(path: str, info: dict[str, object]) -> list[str]:
+    """The summary's last lines: the commands that use a finished search (its experiment's folder,
+    ``<storage-path>/<name>``, holds one task folder per task)."""
+    root = path.rsplit("/", 1)[0]
+    lines = ["  next:",
+             f"    python analysis/sensitivity.py {root}                       # the dashboard: {root}/dashboard.html",
+             f"    python tune/confirm.py {root} --top 3 --seeds 1 2 3         # re-run the top 3 configs on new seeds",
+             f"    python tune/export.py {root} --out configs                  # the best config of every task"]
+    if info.get("optuna_storage"):
+        lines.append(f"    optuna-dashboard {info['optuna_storage']}   # the Optuna study {info.get('optuna_study')}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,9 +31,8 @@ from ssot.errors import SSOTError
 TUNER_FILE = "tuner.pkl"
 #: The file of a checkpoint folder rebuilt for a trial that had ended (:func:`repair_checkpoints`).
 ENDED_FILE = "ended.json"
-#: The trainer's state in a checkpoint folder (``tune/trainable.py`` writes it); a population
-#: trial's (``tune/population.py``).
-STATE_FILE, POPULATION_STATE_FILE = "trainer.pt", "population.pt"
+#: A trial's state in its checkpoint folder: every member's (``tune/trial.py`` writes it).
+STATE_FILE = "trial.pt"
 STATE_PATTERN, SEARCHER_PATTERN = "experiment_state-*.json", "searcher-state-*.pkl"
 TERMINATED, ERROR = "TERMINATED", "ERROR"
 #: The folder of a trial's checkpoint (Ray's ``checkpoint_<index>``).
@@ -172,8 +171,7 @@ def repair_checkpoints(fs: Any, path: str, statuses: dict[str, str], max_epochs:
       saved result is the last epoch or a divergence) gets a folder holding only
       :data:`ENDED_FILE`: the trainable then returns at once and Ray records the trial as
       finished, with its results so far (the searcher is told, as for any finished trial);
-    * another trial gets a copy of its newest complete checkpoint (holding :data:`STATE_FILE`
-      or :data:`POPULATION_STATE_FILE`),
+    * another trial gets a copy of its newest complete checkpoint (holding :data:`STATE_FILE`),
       from which it continues.
 
     Returns one line per trial repaired (``<trial id>: how``). Checkpoint folders are only added,
@@ -197,8 +195,7 @@ def repair_checkpoints(fs: Any, path: str, statuses: dict[str, str], max_epochs:
             repaired.append(f"{trial.trial_id}: it had ended (its checkpoint was removed)")
             continue
         complete = sorted((int(m.group(1)), name) for name in _names(fs, folder) if (m := CHECKPOINT_DIR.fullmatch(name))
-                          and any(fs.get_file_info(f"{folder}/{name}/{state}").type == pyarrow.fs.FileType.File
-                                  for state in (STATE_FILE, POPULATION_STATE_FILE)))
+                          and fs.get_file_info(f"{folder}/{name}/{STATE_FILE}").type == pyarrow.fs.FileType.File)
         if complete:
             index, name = complete[-1]
             fs.create_dir(wanted, recursive=True)  # copy_files writes into an existing folder only

@@ -1,10 +1,13 @@
 """The experiment trackers a search can log to: MLflow, TensorBoard, Weights & Biases offline.
 
 ``python tune/search.py --tracker mlflow --tracker tensorboard --tracker wandb-offline`` adds Ray
-Tune's logger callbacks to the search (:func:`tracker_callbacks`). Each trial becomes one run of
+Tune's logger callbacks to the search (:func:`tracker_callbacks`). Each Ray trial becomes one run of
 the tracker, with the trial's parameters (its whole config), every epoch's metrics (the target
 accuracy, every validator, the losses, ``diverged``; step = Ray's training iteration = the epoch)
-and how it ended:
+and how it ended. A trial reports in :mod:`tune.members`' format: in a search of one config per
+trial the run's parameters and metrics are that config's (and again under
+``members/<trial id>/``); a trial of P > 1 configs (``--population``) logs its first member's
+config and its lead member's metrics at the top, and every member's under ``members/<id>/``:
 
 ``mlflow``
     :class:`MLflowLogger` (Ray's ``MLflowLoggerCallback``): the MLflow experiment
@@ -48,7 +51,7 @@ from ray.air.integrations.wandb import WandbLoggerCallback
 
 from ssot.cli import check_output
 from ssot.errors import ConfigError
-from tune.outputs import trial_status
+from tune.members import member_status
 from tune.study import study_name
 
 __all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "mlflow_uri", "wandb_dir", "check_trackers",
@@ -145,9 +148,10 @@ def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: in
 
 
 def _ended(trial: Any, failed: bool, max_epochs: int) -> str:
-    """The trial's status in ``trials.csv`` (:func:`tune.outputs.trial_status`) from its last result."""
+    """The trial's status in ``trials.csv`` (:func:`tune.members.member_status`) from its last
+    result's lead entry (its only member's, in a search of one config per trial)."""
     last = dict(trial.last_result or {})
-    return trial_status([last] if last else [], "failed" if failed else None, max_epochs, True)[0]
+    return member_status([last] if last else [], "failed" if failed else None, max_epochs, True)[0]
 
 
 class MLflowLogger(MLflowLoggerCallback):

@@ -1,7 +1,7 @@
 """Loading a torch file safely: tensors and plain types only, refused in one line otherwise.
 
 Every ``.pt`` file the project reads goes through :func:`load_dict`: a trial's checkpoint and the
-shared pretrained model of a search (:mod:`tune.trainable`), the model file of ``--save-model``
+shared pretrained model of a search (:mod:`tune.trial`), the model file of ``--save-model``
 (:mod:`ssot.feature_maps`), a feature cache (:mod:`ssot.data.features`) and ResNet-50's ImageNet
 weights (:mod:`ssot.models`). It calls ``torch.load(weights_only=True)``: PyTorch's restricted
 unpickler builds tensors, containers and plain Python values and nothing else, so a file planted

@@ -116,7 +116,7 @@ def test_tpe_proposes_a_trial_only_when_a_slot_is_free(ray_local, tmp_path):
                             storage_path=str(tmp_path), name="slots", early_stop=False, verbose=0)
     outcome = run_search(options)
     state = next(Path(outcome.path).glob("searcher-state-*.pkl"))
-    study = pickle.loads(state.read_bytes())["_ot_study"]  # Optuna's record of every ask and tell
+    study = pickle.loads(state.read_bytes())["study"]  # Optuna's record of every ask and tell (tune.searcher)
     proposals = sorted(study.trials, key=lambda t: t.datetime_start)
     reports = sorted(t.datetime_complete for t in proposals)
     assert len(proposals) == 5 and None not in reports

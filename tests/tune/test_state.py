@@ -95,8 +95,8 @@ def test_a_finished_trial_whose_checkpoint_is_gone_gets_an_ended_marker(stopped)
     assert state.repair_checkpoints(fs, path, {}, max_epochs=2) == []  # once
 
 
-def test_a_running_population_whose_checkpoint_is_gone_continues_from_its_newest_complete_one(stopped):
-    """A population trial's checkpoints hold population.pt, not trainer.pt: the repair knows both."""
+def test_a_running_trial_whose_checkpoint_is_gone_continues_from_its_newest_complete_one(stopped):
+    """A trial's checkpoints hold its members' state (tune.state.STATE_FILE): the repair copies the newest complete one."""
     folder, _ = stopped
     fs, path = storage.filesystem(str(folder))
     state_file = sorted(folder.glob("experiment_state-*.json"))[-1]
@@ -109,9 +109,25 @@ def test_a_running_population_whose_checkpoint_is_gone_continues_from_its_newest
     assert wanted >= 1
     older = folder / trial["relative_logdir"] / f"checkpoint_{wanted - 1:06d}"
     older.mkdir(parents=True)
-    (older / state.POPULATION_STATE_FILE).write_bytes(b"members")
+    (older / state.STATE_FILE).write_bytes(b"members")
     # max_epochs beyond the last result: the trial had not ended, it continues
     assert state.repair_checkpoints(fs, path, {}, max_epochs=99) == [
         f"{trial['trial_id']}: continues from its checkpoint of epoch-index {wanted - 1}"]
-    copied = folder / trial["relative_logdir"] / f"checkpoint_{wanted:06d}" / state.POPULATION_STATE_FILE
+    copied = folder / trial["relative_logdir"] / f"checkpoint_{wanted:06d}" / state.STATE_FILE
     assert copied.read_bytes() == b"members"
+
+
+def test_a_search_started_by_the_previous_trial_shape_is_refused_on_resume_in_one_line(stopped):
+    """Experiments written before the one trial shape (two trainables, members as JSON in a result
+    column) cannot be restored by the one trainable: --resume says so before Ray starts."""
+    import ray
+
+    folder, options = stopped
+    meta = json.loads((folder / "experiment.json").read_text())
+    del meta["trial_format"]
+    (folder / "experiment.json").write_text(json.dumps(meta))
+    before = digest(folder)
+    with pytest.raises(SSOTError, match=r"^--resume: experiment .* was started by an earlier version of the search, whose Ray "
+                                        r"state holds trials of another shape, so it cannot be continued; .* Start a new search"):
+        run_search(options)
+    assert digest(folder) == before and not ray.is_initialized()

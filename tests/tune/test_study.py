@@ -12,6 +12,7 @@ import pytest
 from ssot.results.experiment import EXPERIMENT_FILE
 from tests.fixtures.browser import chromium, open_url, page_text
 from tests.fixtures.servers import free_port, serve
+from tests.fixtures.study import check_study_agrees
 from tune import search
 from tune.study import public_url
 
@@ -27,6 +28,27 @@ def test_the_optuna_study_holds_every_trial_with_its_value(finished_search):
     assert {t.state for t in study.trials} == {optuna.trial.TrialState.COMPLETE}
     by_params = {round(t.params["lambda_ot"], 10): t.value for t in study.trials}
     assert by_params == {round(r.lambda_ot, 10): pytest.approx(r.target_acc) for r in last.itertuples()}
+    check_study_agrees(study, finished_search.outcome.trials)
+
+
+def test_the_study_names_its_objective_and_each_trial_carries_its_ids_and_final_validators(finished_search):
+    """Issue 32: optuna-dashboard showed "Objective 0" and trials that could not be matched to the
+    search's; read back from the sqlite study."""
+    import optuna
+
+    from ssot.results.metrics import EPOCH_VALIDATORS
+
+    study = optuna.load_study(study_name="live/digits", storage=finished_search.storage)
+    assert study.metric_names == ["target_acc"]
+    last = finished_search.outcome.trials.sort_values("epoch").groupby("trial_id").tail(1).set_index("trial_id")
+    assert sorted(t.user_attrs["member_id"] for t in study.trials) == sorted(last.index)
+    for trial in study.trials:
+        row = last.loc[trial.user_attrs["member_id"]]
+        assert trial.user_attrs["ray_trial_id"] == trial.user_attrs["member_id"]  # one config per trial: its Ray trial
+        assert (finished_search.folder / f"trial_{trial.user_attrs['ray_trial_id']}").is_dir()
+        assert trial.user_attrs["status"] == row["status"] == "completed" and trial.user_attrs["attempt"] == 1
+        for name in ("target_acc", *EPOCH_VALIDATORS):
+            assert trial.user_attrs[name] == pytest.approx(row[name], rel=1e-9), name
 
 
 @pytest.mark.parametrize("url, message", [

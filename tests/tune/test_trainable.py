@@ -1,4 +1,4 @@
-"""`tune/trainable.py`: task data reused between trials of one worker."""
+"""`tune/trial.py` (the trainable): task data reused between trials of one worker, safe loads."""
 from __future__ import annotations
 
 import io
@@ -10,7 +10,7 @@ import torch
 from ssot.config import SSOTConfig
 from ssot.trainer import Trainer
 
-trainable = pytest.importorskip("tune.trainable")
+trainable = pytest.importorskip("tune.trial")
 
 
 def test_task_data_is_reused_only_for_the_same_data_fields():
@@ -54,7 +54,7 @@ def test_a_planted_shared_pretrained_model_is_refused_before_ray_starts_and_neve
     from ssot.errors import SSOTError
     from tune.experiment import run_search
     from tune.options import SearchOptions
-    from tune.trainable import pretrained_path
+    from tune.trial import pretrained_path
 
     marker = tmp_path / "code-ran"
     from tune.options import base_config
@@ -72,7 +72,7 @@ def test_a_planted_shared_pretrained_model_is_refused_before_ray_starts_and_neve
 def test_checkpoints_load_without_unpickling_objects(tmp_path, quick_config):
     from ssot.errors import SSOTError
     from ssot.trainer import Trainer
-    from tune.trainable import load_state
+    from tune.trial import load_state
 
     marker = tmp_path / "code-ran"
     with pytest.raises(SSOTError, match="the trial's checkpoint X cannot be loaded safely"):

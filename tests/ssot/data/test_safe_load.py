@@ -84,7 +84,7 @@ def test_every_safe_load_of_the_project_refuses_without_the_advice(tmp_path, cap
     from ssot.data.features import read_feature_cache
     from ssot.feature_maps import main as feature_maps
     from ssot.models import build_backbone
-    from tune.trainable import load_state
+    from tune.trial import load_state
 
     marker = tmp_path / "code-ran"
     planted = tmp_path / "planted.pt"

@@ -1,17 +1,28 @@
-"""SSOT as a Ray Tune function trainable: one report (and one checkpoint) per epoch.
+"""The one Ray Tune trainable of a search: a trial trains its members as one population.
 
-The trial's ``params`` are a full :class:`ssot.config.SSOTConfig` as a dict (the searched fields
-sampled, the rest constant) plus private keys starting with ``_``:
+:func:`run_trial` trains the P >= 1 configs of a trial's params (:func:`tune.members.members_of`)
+as one :class:`ssot.population.Population` (a population of one is exactly its config's
+:class:`ssot.trainer.Trainer` run, any backbone, solver and precision; more members are stacked on
+a feature cache) and reports every epoch (:func:`tune.members.report`: one entry per member, the
+lead member's at the top) with a checkpoint of every member (:data:`tune.state.STATE_FILE`). Ray
+restarts a trial from its last checkpoint after a failure and ``--resume`` continues it there.
+
+Besides the config, a trial's params carry private keys starting with ``_``:
 
 ``_pretrain_cache``
-    a folder (or a URI: object storage) where the source-only model is stored once per pretraining config and seed: every
-    trial of a search starts adaptation from the same pretrained network instead of repeating
-    the pretraining (identical results, since pretraining does not depend on the searched fields).
+    a folder (or a URI: object storage) where the source-only model is stored once per
+    pretraining config and seed: every trial of a search starts adaptation from the same
+    pretrained network instead of repeating the pretraining (identical results, since pretraining
+    does not depend on the searched fields).
+``_rungs``, ``_reduction_factor``, ``_metric``
+    the early-stopping rungs applied inside the population (:func:`tune.experiment.early_stopping`:
+    none when Ray's ASHA stops trials), its reduction factor, and the search's metric (the
+    rungs' ranking and the lead entry).
 
-A diverging trial (non-finite loss) reports ``target_acc = 0.0`` and every validator at
-:func:`ssot.results.metrics.worst_value` (finite, so
-ASHA can cut it and Optuna can learn from it rather than leave the trial RUNNING), with
-``diverged = 1`` and the reason, then stops. Ray restarts a trial from its last checkpoint.
+A diverging member (non-finite loss) reports ``target_acc = 0.0`` and every validator at
+:func:`ssot.results.metrics.worst_value` (finite, so ASHA can cut it and Optuna can learn from it
+rather than leave the trial RUNNING), with ``diverged = 1`` and the reason, then stops; the other
+members go on.
 """
 from __future__ import annotations
 
@@ -28,49 +39,61 @@ from ray import tune
 from ssot.config import CONFIG_FIELDS, TASK_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.data.safe_load import load_dict
-from ssot.errors import DivergedError
+from ssot.population import Population
 from ssot.results import storage
-from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
+from ssot.results.metrics import DEFAULT_METRIC
+from ssot.results.metrics import metric as metric_spec
+from ssot.results.trials import DIVERGED, EARLY_STOPPED
 from ssot.trainer import Trainer
+from tune import members as member_results
 from tune.state import ENDED_FILE, STATE_FILE
 
-#: Scalar epoch metrics reported to Ray (lists and dicts stay in the checkpointed run record).
-REPORTED = ("epoch", *REPORTED_METRICS)
+#: The trial's private params of early stopping inside it and of its metric.
+RUNGS_KEY, REDUCTION_KEY, METRIC_KEY = "_rungs", "_reduction_factor", "_metric"
 #: The folder, beside an experiment's task folders (``<storage>/<name>/_pretrained``), of the
 #: source-only models its trials share (``_pretrain_cache``).
 PRETRAINED_DIR = "_pretrained"
 
 
 def config_of(params: dict[str, Any]) -> SSOTConfig:
-    """The SSOT config inside a trial's params (private ``_`` keys dropped)."""
+    """The SSOT config inside a member's params (private ``_`` keys and the members dropped)."""
     return SSOTConfig.from_dict({k: v for k, v in params.items() if k in CONFIG_FIELDS}, source="trial config")
 
 
-def ssot_trainable(params: dict[str, Any]) -> None:
-    """Train one SSOT run under Ray Tune, reporting every epoch with a checkpoint."""
-    config = config_of(params)
-    trainer = Trainer(config, task_of(config))
-    ended, state = restored(STATE_FILE, trainer.device)
+def run_trial(params: dict[str, Any]) -> None:
+    """Train a trial's members under Ray Tune, reporting every epoch with a checkpoint (module docstring)."""
+    listed = member_results.members_of(params, tune.get_context().get_trial_id())
+    ids, configs = list(listed), [config_of(p) for p in listed.values()]
+    chosen = metric_spec(params.get(METRIC_KEY) or DEFAULT_METRIC)
+    population = Population(configs, task_of(configs[0]), rungs=params.get(RUNGS_KEY) or (),
+                            reduction_factor=int(params.get(REDUCTION_KEY) or 3), metric=chosen.name)
+    ended, state = restored(STATE_FILE, population.device)
     if ended:  # the trial had ended (tune.state.repair_checkpoints)
         return
     if state is not None:
-        trainer.load_state_dict(state)
+        population.load_state_dict(state)
     else:
-        try:
-            pretrain_shared(trainer, params.get("_pretrain_cache"))
-        except DivergedError as exc:  # diverged in source pretraining: no accuracy at all
-            tune.report(diverged_result(0, exc.reason, None))
+        population.pretrain(lambda host: pretrain_shared(host, params.get("_pretrain_cache")))
+        if not population.alive:  # every member diverged in the shared pretraining: no accuracy at all
+            entries = {ids[m.index]: member_results.diverged_entry(0, m.record["reason"], None) for m in population.members}
+            tune.report(member_results.report(entries, chosen.name, chosen.direction or "max"))
             return
-    while trainer.epoch < config.epochs:
-        try:
-            metrics = trainer.adapt_epoch()
-        except DivergedError as exc:
-            tune.report(diverged_result(trainer.epoch, exc.reason, trainer.record))
-            return
-        result = epoch_result(metrics, trainer.record, final=trainer.epoch == config.epochs)
+    while population.alive:
+        touched = population.adapt_epoch()
+        entries = {ids[m.index]: _entry(m, population.epoch, configs[m.index].epochs) for m in touched}
         with tempfile.TemporaryDirectory() as folder:
-            torch.save(trainer.state_dict(), Path(folder) / STATE_FILE)
-            tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+            torch.save(population.state_dict(), Path(folder) / STATE_FILE)
+            tune.report(member_results.report(entries, chosen.name, chosen.direction or "max"),
+                        checkpoint=tune.Checkpoint.from_directory(folder))
+
+
+def _entry(member: Any, epoch: int, max_epochs: int) -> dict[str, Any]:
+    """A member's entry for ``epoch``: the result an independent trial of its config would report."""
+    if member.status == DIVERGED:
+        return member_results.diverged_entry(epoch, member.record["reason"], member.record)
+    entry = member_results.epoch_entry(member.epochs[-1], member.record, final=epoch >= max_epochs)
+    entry[member_results.EARLY_STOPPED_FLAG] = int(member.status == EARLY_STOPPED)
+    return entry
 
 
 def restored(filename: str, device: Any) -> tuple[bool, dict[str, Any] | None]:
@@ -86,33 +109,6 @@ def restored(filename: str, device: Any) -> tuple[bool, dict[str, Any] | None]:
             return True, None
         data = (Path(folder) / filename).read_bytes()
     return False, load_state(data, f"the trial's checkpoint {checkpoint.path}/{filename}", device)
-
-
-def epoch_result(metrics: dict[str, Any], record: dict[str, Any], *, final: bool) -> dict[str, Any]:
-    """What a trial reports for an epoch: the scalar metrics :data:`REPORTED` of ``metrics``, the
-    run's source-only values from its ``record``, and at the ``final`` epoch its target predictions
-    (for the post-hoc EnsV selector)."""
-    result = {k: _number(metrics[k]) for k in REPORTED} | {"diverged": 0, "reason": ""} | _source_only(record)
-    result["epoch"] = int(metrics["epoch"])
-    if final:
-        result["target_pred"] = " ".join(map(str, record["target_pred"]))
-    return result
-
-
-def diverged_result(epoch: int, reason: str, record: dict[str, Any] | None) -> dict[str, Any]:
-    """What a trial reports when it diverged at ``epoch`` (0: in pretraining, ``record`` None):
-    every selectable metric at its worst (finite) value, ``diverged = 1`` and the reason."""
-    worst = {v: worst_value(v) for v in ("target_acc", *EPOCH_VALIDATORS)}
-    return {"epoch": epoch, **worst, "diverged": 1, "reason": reason, **(_source_only(record) if record else {})}
-
-
-def _source_only(record: dict[str, Any]) -> dict[str, Any]:
-    return {"source_only_target_acc": _number(record["source_only_target_acc"]), "source_outlier_share": record["source_outlier_share"]}
-
-
-def _number(value: Any) -> float:
-    """A reported scalar; ``None`` (no target labels) becomes NaN."""
-    return float("nan") if value is None else float(value)
 
 
 #: The task data of the last trial this worker process ran, by the config's ``task`` group
