@@ -12,6 +12,7 @@ accuracy is then ``None`` and only the validators are reported.
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -25,16 +26,17 @@ from ssot import validators as V
 from ssot.data.base import TaskData
 
 
-class Trainer(Protocol):
-    """What the evaluation pass uses of a run (:class:`ssot.trainer.Trainer`)."""
+class Model(Protocol):
+    """What the evaluation pass uses of P >= 1 members (a run, :class:`ssot.trainer.Trainer`, P = 1;
+    a population, :class:`ssot.population.Population`)."""
 
-    f: torch.nn.Module
-    eta: torch.nn.Module
     task: TaskData
 
     def eval_batches(self, ds: Dataset) -> Iterator[tuple[torch.Tensor, torch.Tensor]]: ...
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def forward_stack(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def evaluating(self) -> contextlib.AbstractContextManager: ...
 
 
 MIX_LAMBDA = 0.55  # MixVal's fixed mixing ratio (Hu et al. 2023)
@@ -43,39 +45,51 @@ MIX_SEED = 0  # MixVal's pairs: the same for every run, so candidates are probed
 
 @dataclass
 class Pass:
-    """What one no-gradient pass over a dataset collected."""
+    """What one no-gradient pass over a dataset collected: one member's (``feats`` ``(N, d)``,
+    ``probs`` ``(N, K)``), or every member's (``(P, N, d)``, ``(P, N, K)``, ``mix`` one tuple per
+    member; :meth:`member`)."""
 
-    feats: torch.Tensor  # (N, d)
-    probs: torch.Tensor  # (N, K)
+    feats: torch.Tensor
+    probs: torch.Tensor
     labels: torch.Tensor  # (N,), -1 where unlabeled
-    mix: tuple[float, int, float, int] = (0.0, 0, 0.0, 0)  # MixVal counts (inter hits, n, intra hits, n)
+    mix: Any = (0.0, 0, 0.0, 0)  # MixVal counts (inter hits, n, intra hits, n)
+
+    def member(self, p: int) -> Pass:
+        """Member ``p``'s pass of a stacked pass."""
+        return Pass(self.feats[p], self.probs[p], self.labels, self.mix[p] if isinstance(self.mix, list) else self.mix)
 
 
 @torch.no_grad()
-def collect(trainer: Trainer, ds: Dataset, *, mix: bool = False, mix_seed: int = MIX_SEED) -> Pass:
-    """Features, probabilities and labels of ``ds``; with ``mix``, MixVal's counts as well.
+def collect_stack(model: Model, ds: Dataset, *, mix: bool = False, mix_seed: int = MIX_SEED) -> Pass:
+    """Every member's features, probabilities and the labels of ``ds`` (a stacked :class:`Pass`);
+    with ``mix``, every member's MixVal counts as well.
 
-    MixVal's partner inputs are a second stream of evaluation batches over the same samples in
-    partner order (:func:`partner_view`), zipped with the first: every pair is formed across batch
-    boundaries, so the score does not depend on ``eval_batch_size``. The pseudo-labels of both
-    members come from this same pass.
+    Each batch goes once through every member (:meth:`Model.forward_stack`). MixVal's partner
+    inputs are a second stream of evaluation batches over the same samples in partner order
+    (:func:`partner_view`), zipped with the first: every pair is formed across batch boundaries,
+    so the score does not depend on ``eval_batch_size``. The pseudo-labels of both members of a
+    pair come from this same pass.
     """
-    was_training = trainer.f.training
-    trainer.f.eval(); trainer.eta.eval()
     feats, probs, labels, mixed = [], [], [], []
     partner, view = partner_view(ds, mix_seed) if mix else (None, None)
-    for x, y, *rest in _zip_batches(trainer.eval_batches(ds), trainer.eval_batches(view) if view is not None else None):
-        f, logits = trainer.forward(x)
-        feats.append(f); probs.append(torch.softmax(logits, dim=1)); labels.append(y)
-        if rest:
-            _, logits_mixed = trainer.forward(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * rest[0])
-            mixed.append(torch.softmax(logits_mixed, dim=1))
-    trainer.f.train(was_training); trainer.eta.train(was_training)
-    out = Pass(torch.cat(feats), torch.cat(probs), torch.cat(labels).long())
-    if partner is not None and len(ds) > 1:
-        pseudo = out.probs.argmax(1)
-        out.mix = V.mixval_scores(torch.cat(mixed), pseudo, pseudo[partner.to(pseudo.device)])
+    with model.evaluating():
+        for x, y, *rest in _zip_batches(model.eval_batches(ds), model.eval_batches(view) if view is not None else None):
+            f, logits = model.forward_stack(x)
+            feats.append(f); probs.append(torch.softmax(logits, dim=-1)); labels.append(y)
+            if rest:
+                _, logits_mixed = model.forward_stack(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * rest[0])
+                mixed.append(torch.softmax(logits_mixed, dim=-1))
+    out = Pass(torch.cat(feats, dim=1), torch.cat(probs, dim=1), torch.cat(labels).long())
+    out.mix = [(0.0, 0, 0.0, 0)] * out.probs.shape[0]
+    if partner is not None and len(ds) > 1:  # type: ignore[arg-type]
+        pseudo = out.probs.argmax(-1)
+        out.mix = [V.mixval_scores(m, q, q[partner.to(q.device)]) for m, q in zip(torch.cat(mixed, dim=1), pseudo)]
     return out
+
+
+def collect(model: Model, ds: Dataset, *, mix: bool = False, mix_seed: int = MIX_SEED) -> Pass:
+    """:func:`collect_stack` of a model of one member (a run): its :class:`Pass`."""
+    return collect_stack(model, ds, mix=mix, mix_seed=mix_seed).member(0)
 
 
 class _PartnerView(Subset):
@@ -149,6 +163,30 @@ def split_source(task: TaskData, fraction: float, seed: int) -> tuple[Dataset, D
     return Subset(task.source, perm[k:]), Subset(task.source_eval, perm[:k])
 
 
+def evaluate(model: Model, source: Dataset) -> tuple[list[dict[str, Any]], torch.Tensor, list[list[int]]]:
+    """Every member's evaluation of an epoch: one pass over the target set (with MixVal's mixed
+    pairs) and one over the evaluation source ``source``, each batch through every member at once
+    (:func:`collect_stack`); then per member its target accuracy (overall, per class), every
+    label-free validator (:func:`validator_scores`), the outlier mass of ``p_t`` and the number
+    of predicted classes.
+
+    Returns the members' metrics, their ``p_t`` ``[P, K]`` (mean target prediction: the class
+    weights of the next epoch) and their target predictions (:func:`compact_predictions`)."""
+    task = model.task
+    target = collect_stack(model, task.target_eval, mix=True)
+    sources = collect_stack(model, source)
+    p_t = target.probs.mean(1)
+    outliers = torch.tensor(task.outlier_classes, dtype=torch.long, device=p_t.device)
+    metrics, predictions = [], []
+    for p in range(p_t.shape[0]):
+        mine = target.member(p)
+        metrics.append({**target_metrics(task, mine), **validator_scores(mine, sources.member(p)),
+                        "outlier_mass": float(p_t[p, outliers].sum()) if len(outliers) else 0.0,
+                        "n_pred_classes": int(mine.probs.argmax(1).unique().numel())})
+        predictions.append(compact_predictions(mine.probs))
+    return metrics, p_t, predictions
+
+
 def validator_scores(target: Pass, source: Pass) -> dict[str, float]:
     """Every per-epoch validator from a target pass (with MixVal counts) and a source pass."""
     pt = target.probs
@@ -166,13 +204,13 @@ def validator_scores(target: Pass, source: Pass) -> dict[str, float]:
     return scores
 
 
-def target_metrics(trainer: Trainer, target: Pass) -> dict[str, Any]:
-    """Target accuracy (``None`` when unlabeled), per-class accuracy and the compact predictions."""
+def target_metrics(task: TaskData, target: Pass) -> dict[str, Any]:
+    """Target accuracy (``None`` when unlabeled) and per-class accuracy of one member's pass."""
     pred, labels = target.probs.argmax(1), target.labels
     labeled = bool(len(labels)) and bool((labels >= 0).all())
-    names = trainer.task.class_names
+    names = task.class_names
     per_class = {names[k]: float((pred[labels == k] == k).float().mean())
-                 for k in trainer.task.target_classes if labeled and (labels == k).any()}
+                 for k in task.target_classes if labeled and (labels == k).any()}
     return {"target_acc": float((pred == labels).float().mean()) if labeled else None, "per_class_acc": per_class}
 
 

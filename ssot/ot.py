@@ -17,8 +17,9 @@ For a fixed cost, :math:`\max_g H` equals the entropic OT value with KL regulari
 (``ot.solve(M, a=w, b=uniform, reg=eps, reg_type="KL").value``) minus :math:`\varepsilon`.
 
 Every function also takes a stack of problems: leading dimensions (one per member of a
-population, :mod:`ssot.population`) before the shapes documented below, with ``eps`` a tensor of
-one value per problem; member ``p`` of the stack gets exactly the result of the call on its slice.
+population, :mod:`ssot.population`, or the one member of a run, :mod:`ssot.method`) before the
+shapes documented below, with ``eps`` a tensor of one value per problem; member ``p`` of the stack
+gets exactly the result of the call on its slice. No function reads a tensor on the host.
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ def soft_mask(ps: Tensor, pt: Tensor) -> Tensor:
     pairs predicted to share a class (large :math:`p_s^\top p_t`) get a *smaller* weight, so their
     transport is cheaper.
     """
+    if ps.dim() == 3 and ps.shape[0] == 1:  # a stack of one: the 2-d product (bmm's backward sums in another order)
+        return torch.softmax(1.0 - ps[0] @ pt[0].T, dim=-1)[None]
     return torch.softmax(1.0 - ps @ pt.transpose(-1, -2), dim=-1)
 
 
@@ -56,7 +59,9 @@ def c_transform(cost: Tensor, g: Tensor, eps: float | Tensor) -> Tensor:
     g : ``(b_t,)`` potential values on the target samples.
     eps : regularisation; ``eps > 0`` uses a log-sum-exp (stable for any cost scale),
         ``eps == 0`` the hard minimum :math:`\min_j (C_{ij} - g_j)`. For a stack of problems, a
-        tensor of one ``eps > 0`` per problem.
+        tensor of one ``eps > 0`` per problem, not checked here (a check would read the tensor on
+        the host, a device sync in every step): the config and :func:`ssot.population.check_members`
+        validate it where it enters.
 
     Returns
     -------
@@ -64,9 +69,7 @@ def c_transform(cost: Tensor, g: Tensor, eps: float | Tensor) -> Tensor:
         :math:`-\varepsilon \log \frac{1}{b_t}\sum_j \exp((g_j - C_{ij})/\varepsilon)`, or the hard min.
     """
     b_t = cost.shape[-1]
-    if isinstance(eps, Tensor):
-        if not bool((eps > 0).all()):
-            raise ValueError(f"The 'eps' parameter of a stack of problems must hold floats in (0, inf). Got {eps.tolist()!r} instead.")
+    if isinstance(eps, Tensor):  # validated where it enters (never read here: that would sync a device)
         return -eps[..., None] * (torch.logsumexp((g[..., None, :] - cost) / eps[..., None, None], dim=-1) - math.log(b_t))
     if eps < 0:
         raise ValueError(f"The 'eps' parameter must be a float in [0, inf). Got {eps!r} instead.")

@@ -63,55 +63,79 @@ class SampleIds(Dataset):
         return self.dataset[i][0], i
 
 
-def sinkhorn_log(cost: Tensor, a: Tensor, b: Tensor, eps: float, iters: int = 100, tol: float = 1e-7) -> Tensor:
+def sinkhorn_log(cost: Tensor, a: Tensor, b: Tensor, eps: float | Tensor, iters: int = 100, tol: float = 1e-7) -> Tensor:
     r"""The entropic OT plan :math:`P = \exp((f_i + g_j - C_{ij})/\varepsilon)` by log-domain Sinkhorn.
 
     Alternates :math:`f_i = \varepsilon\log a_i - \varepsilon\,\mathrm{LSE}_j((g_j - C_{ij})/\varepsilon)`
     and :math:`g_j = \varepsilon\log b_j - \varepsilon\,\mathrm{LSE}_i((f_i - C_{ij})/\varepsilon)`
-    (stable for any cost scale), for at most ``iters`` rounds or until the row marginals are
-    within ``tol`` (L1). Rows with :math:`a_i = 0` get a zero row; an all-zero ``a`` a zero plan.
-    The plan minimises :math:`\langle P, C\rangle + \varepsilon\,\mathrm{KL}(P\,\|\,ab^\top)`
+    (stable for any cost scale), ``iters`` rounds; every 10 rounds (and at the last) the row
+    marginals are compared with ``a``, and a problem whose L1 error is below ``tol`` keeps its
+    potentials from then on (``torch.where``): the values of stopping there, without reading the
+    error on the host (no device sync). Rows with :math:`a_i = 0` get a zero row; an all-zero
+    ``a`` a zero plan. The plan minimises :math:`\langle P, C\rangle + \varepsilon\,\mathrm{KL}(P\,\|\,ab^\top)`
     (POT: ``ot.sinkhorn(a, b, C, eps, method="sinkhorn_log")``). No gradient flows through it.
+
+    A stack of problems (leading dimensions of ``cost``, ``a`` and ``b``) takes ``eps`` as a tensor
+    of one value per problem, each > 0 (validated where it enters: the config,
+    :func:`ssot.population.check_members`).
     """
-    if eps <= 0:
+    if not isinstance(eps, Tensor) and eps <= 0:
         raise ValueError(f"The 'eps' parameter must be a float in (0, inf) for Sinkhorn. Got {eps!r} instead.")
+    e1, e2 = (eps[..., None], eps[..., None, None]) if isinstance(eps, Tensor) else (eps, eps)
     with torch.no_grad():
-        if float(a.sum()) <= 0:
-            return torch.zeros_like(cost)
         log_a, log_b = torch.log(a), torch.log(b)
         f, g = torch.zeros_like(a), torch.zeros_like(b)
+        done = torch.zeros(a.shape[:-1], dtype=torch.bool, device=a.device)
         for k in range(iters):
-            f = eps * (log_a - torch.logsumexp((g[None, :] - cost) / eps, dim=1))
-            g = eps * (log_b - torch.logsumexp((f[:, None] - cost) / eps, dim=0))
+            f_next = e1 * (log_a - torch.logsumexp((g[..., None, :] - cost) / e2, dim=-1))
+            g_next = e1 * (log_b - torch.logsumexp((f_next[..., :, None] - cost) / e2, dim=-2))
+            f, g = torch.where(done[..., None], f, f_next), torch.where(done[..., None], g, g_next)
             if (k + 1) % 10 == 0 or k == iters - 1:
-                rows = torch.exp((f[:, None] + g[None, :] - cost) / eps).sum(1)
-                if float((rows - a).abs().sum()) < tol:
-                    break
-        return torch.exp((f[:, None] + g[None, :] - cost) / eps)
+                rows = torch.exp((f[..., :, None] + g[..., None, :] - cost) / e2).sum(-1)
+                done = done | ((rows - a).abs().sum(-1) < tol)
+        plan = torch.exp((f[..., :, None] + g[..., None, :] - cost) / e2)
+        return torch.where((a.sum(-1) > 0)[..., None, None], plan, torch.zeros_like(plan))
+
+
+def potential_values(g: Any, ft: Tensor, frozen: bool = False) -> Tensor:
+    """``g(ft)`` shaped like ``ft`` without its last dimension: a module (one member; ``frozen``:
+    without gradients to its parameters) or a stack (:class:`ssot.stacked.Potentials`)."""
+    if not isinstance(g, torch.nn.Module):
+        return g(ft, frozen=frozen)
+    if not frozen:
+        return g(ft).reshape(ft.shape[:-1])
+    g.requires_grad_(False)  # the graph records no gradient to g's parameters
+    try:
+        return g(ft).reshape(ft.shape[:-1])
+    finally:
+        g.requires_grad_(True)
 
 
 class NetSolver:
-    """The potential network ``g`` (the paper's solver), ascended ``steps`` times by ``opt``."""
+    """The potential network ``g`` (the paper's solver), ascended ``steps`` times by ``opt``.
 
-    def __init__(self, g: torch.nn.Module, opt: torch.optim.Optimizer, eps: float, steps: int):
+    ``g`` is one member's module or a stack of potentials (:class:`ssot.stacked.Potentials`, with
+    ``eps`` a tensor of one value per member)."""
+
+    def __init__(self, g: Any, opt: Any, eps: float | Tensor, steps: int):
         self.g, self.opt, self.eps, self.steps = g, opt, eps, steps
 
     def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
-        first = torch.full((), float("nan"), device=cost.device)
+        first = torch.full(cost.shape[:-2], float("nan"), device=cost.device)
         for k in range(self.steps):
-            h = ot.semi_dual(cost, self.g(ft).reshape(-1), w, self.eps)
+            h = ot.semi_dual(cost, potential_values(self.g, ft), w, self.eps)
             if k == 0:
                 first = h.detach()
             self.opt.zero_grad(set_to_none=True)
-            (-h).backward()
+            (-h.sum()).backward()
             self.opt.step()
         return first
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
-        return ot.semi_dual(cost, self.g(ft).reshape(-1), w, self.eps)
+        return ot.semi_dual(cost, potential_values(self.g, ft, frozen=True), w, self.eps)
 
     def state_dict(self) -> dict[str, Any]:
-        return {}  # g and its optimiser are checkpointed by the trainer
+        return {}  # g and its optimiser are checkpointed by their owner
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
@@ -123,13 +147,16 @@ class VectorSolver:
     Parameters
     ----------
     n_target : size of the whole target set (ids index into it).
-    eps : entropic regularisation of the semi-dual.
+    eps : entropic regularisation of the semi-dual; for a stack of ``members``, a tensor of one
+        value per member (each > 0).
     lr : step size of the per-sample ascent (on :math:`b_t H`).
     steps : ascent steps per mini-batch.
+    members : ``None``: one potential ``v`` of shape ``(n_target,)``; else ``(members, n_target)``.
     """
 
-    def __init__(self, n_target: int, eps: float, lr: float, steps: int, device: torch.device | str = "cpu"):
-        self.v = torch.zeros(n_target, device=device)
+    def __init__(self, n_target: int, eps: float | Tensor, lr: float, steps: int, device: torch.device | str = "cpu",
+                 members: int | None = None):
+        self.v = torch.zeros(n_target if members is None else (members, n_target), device=device)
         self.eps, self.lr, self.steps = eps, lr, steps
 
     def _need(self, ids: Tensor | None) -> Tensor:
@@ -137,20 +164,26 @@ class VectorSolver:
             raise ValueError("The 'vector' OT solver needs the target sample ids of the batch (pass ids to Trainer.step).")
         return ids.to(self.v.device).long()
 
+    def _step_size(self, b_t: int, grad: Tensor) -> float | Tensor:
+        """POT's SAG step, ``lr * eps * b_t`` (``eps / max(a)``), in float64 as Python computes it."""
+        if isinstance(self.eps, Tensor):
+            return (self.eps.to(torch.float64) * self.lr * b_t).to(grad.dtype)[..., None]
+        return self.lr * (self.eps or 1.0) * b_t
+
     def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
         ids = self._need(ids)
-        first = torch.full((), float("nan"), device=cost.device)
+        first = torch.full(cost.shape[:-2], float("nan"), device=cost.device)
         for k in range(self.steps):
-            g = self.v[ids].clone().requires_grad_(True)
+            g = self.v[..., ids].clone().requires_grad_(True)
             h = ot.semi_dual(cost, g, w, self.eps)
             if k == 0:
                 first = h.detach()
-            (grad,) = torch.autograd.grad(h, g)
-            self.v[ids] += self.lr * (self.eps or 1.0) * len(ids) * grad  # POT's SAG step: eps / max(a)
+            (grad,) = torch.autograd.grad(h.sum(), g)
+            self.v[..., ids] += self._step_size(len(ids), grad) * grad
         return first
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
-        return ot.semi_dual(cost, self.v[self._need(ids)], w, self.eps)
+        return ot.semi_dual(cost, self.v[..., self._need(ids)], w, self.eps)
 
     def state_dict(self) -> dict[str, Any]:
         return {"v": self.v.cpu().clone()}
@@ -163,28 +196,27 @@ class VectorSolver:
 class SinkhornSolver:
     """Entropic OT on each mini-batch (log-domain Sinkhorn); ``L_OT`` is the plan's cost."""
 
-    def __init__(self, eps: float, iters: int):
+    def __init__(self, eps: float | Tensor, iters: int):
         self.eps, self.iters = eps, iters
         self._cached: tuple[Tensor, Tensor, Tensor] | None = None  # (cost, w, plan) of the last ascend
 
     def plan(self, cost: Tensor, w: Tensor) -> Tensor:
-        b = torch.full((cost.shape[1],), 1.0 / cost.shape[1], dtype=cost.dtype, device=cost.device)
+        b = torch.full((*cost.shape[:-2], cost.shape[-1]), 1.0 / cost.shape[-1], dtype=cost.dtype, device=cost.device)
         return sinkhorn_log(cost.detach(), w.detach().to(cost.dtype), b, self.eps, self.iters)
 
     def ascend(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
         """Solve the batch; the plan is kept for the feature step on the same batch."""
         plan = self.plan(cost, w)
         self._cached = (cost.detach(), w.detach(), plan)
-        return (plan * cost).sum().detach()
+        return (plan * cost).sum((-2, -1)).detach()
 
     def loss(self, cost: Tensor, ft: Tensor, ids: Tensor | None, w: Tensor) -> Tensor:
-        r""":math:`\langle P, \tilde C\rangle`, reusing the plan of :meth:`ascend` when the cost and weights are the same."""
+        r""":math:`\langle P, \tilde C\rangle`, reusing the plan of :meth:`ascend` when it was given the same
+        cost and weights: the same tensors' memory, unchanged since (compared by address and version
+        counter, never by value: that would read the device from the host)."""
         cached, self._cached = self._cached, None
-        if cached is not None and cached[0].shape == cost.shape and torch.equal(cached[0], cost.detach()) and torch.equal(cached[1], w.detach()):
-            plan = cached[2]
-        else:
-            plan = self.plan(cost, w)
-        return (plan * cost).sum()
+        plan = cached[2] if cached is not None and _same(cached[0], cost) and _same(cached[1], w) else self.plan(cost, w)
+        return (plan * cost).sum((-2, -1))
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -193,19 +225,29 @@ class SinkhornSolver:
         pass
 
 
+def _same(kept: Tensor, given: Tensor) -> bool:
+    """Whether ``given`` is ``kept`` (a detached view of it, or it): the same memory and layout,
+    not written since (tensor metadata only)."""
+    return (kept.data_ptr() == given.data_ptr() and kept.shape == given.shape and kept.stride() == given.stride()
+            and kept.dtype == given.dtype and kept._version == given._version)
+
+
 Solver = NetSolver | VectorSolver | SinkhornSolver
 
 
-def build_solver(config: Any, g: torch.nn.Module, opt_g: torch.optim.Optimizer, n_target: int,
-                 device: torch.device | str = "cpu") -> Solver:
-    """The solver named by ``config.ot_solver`` (``net`` uses the trainer's ``g`` and ``opt_g``)."""
+def build_solver(config: Any, g: Any, opt_g: Any, n_target: int, device: torch.device | str = "cpu",
+                 eps: float | Tensor | None = None) -> Solver:
+    """The solver named by ``config.ot_solver`` (``net`` uses ``g`` and ``opt_g``: one member's
+    module and optimiser, or a stack's; ``eps``: the members' values, default ``config.eps``)."""
     name = getattr(config, "ot_solver", "net")
+    eps = config.eps if eps is None else eps
     if name == "net":
-        return NetSolver(g, opt_g, config.eps, config.g_steps)
+        return NetSolver(g, opt_g, eps, config.g_steps)
     if name == "vector":
-        return VectorSolver(n_target, config.eps, config.lr_vector, config.g_steps, device)
+        return VectorSolver(n_target, eps, config.lr_vector, config.g_steps, device,
+                            members=len(eps) if isinstance(eps, Tensor) else None)
     if name == "sinkhorn":
-        return SinkhornSolver(config.eps, config.sinkhorn_iters)
+        return SinkhornSolver(eps, config.sinkhorn_iters)
     raise ValueError(f"The 'ot_solver' parameter must be one of {', '.join(map(repr, OT_SOLVERS))}. Got {name!r} instead.")
 
 

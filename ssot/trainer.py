@@ -1,12 +1,12 @@
-"""The SSOT training loop: source pretraining, then alternating g-ascent / feature-descent.
+"""One SSOT run: source pretraining, then alternating g-ascent / feature-descent.
 
-One adaptation iteration (Algorithm 1 of the paper, with the decisions of :mod:`ssot.config`):
-
-1. forward a source batch and a target batch through ``f`` and ``eta`` (one pass, gradients on);
-2. cost ``C``, soft mask ``S``, masked cost ``S * C``; weights ``w_i = m_{y_i} / sum m``;
-3. **g step**: with features and predictions detached, ``g`` ascends ``H`` (``g_steps`` times);
-4. **feature step**: with ``g`` frozen, ``f`` and ``eta`` descend
-   ``L = L_CE + lambda_OT * H + lambda_Ent * L_Ent``.
+A :class:`Trainer` owns one run: its data, its three networks (``f``, ``eta``, ``g``, any backbone),
+their optimisers, its OT solver (``net``, ``vector`` or ``sinkhorn``), its precision (``fp32``,
+``bf16``), its run record and checkpoints. Its adaptation is the one SSOT iteration of
+:mod:`ssot.method`, with the run as a stack of one member (P = 1): :meth:`Trainer.step` is
+:func:`ssot.method.step`, :meth:`Trainer.adapt_epoch` runs :func:`ssot.method.train_epoch` (the
+divergence check every :data:`CHECK_EVERY` iterations) and evaluates (:func:`ssot.evaluation.evaluate`).
+A population of P configs (:mod:`ssot.population`) runs the same step and epoch loop on its stack.
 
 ``p_t`` (mean target prediction) and the class weights ``m`` come from the evaluation pass at the
 end of each epoch (``pt_refresh = 0``) or from a dedicated pass every ``pt_refresh`` iterations.
@@ -14,19 +14,11 @@ end of each epoch (``pt_refresh = 0``) or from a dedicated pass every ``pt_refre
 The reported accuracy of a run is the target accuracy at its *last* epoch: picking the best
 epoch would use target labels, which an unsupervised method cannot see.
 
-No host sync per step
----------------------
-On a GPU, reading a value on the host (``.item()``, ``float()``, ``if tensor``) waits for every
-queued kernel. The step therefore returns its losses as device tensors; an epoch adds them to
-float64 sums on the device (the same additions, in the same order, as the Python floats of
-before: the epoch means are unchanged) and reads the sums once per epoch. Divergence is still
-caught within the epoch: a sum is finite exactly when every value added to it was, and the sums
-are read every :data:`CHECK_EVERY` iterations and at the end of the epoch; the
-:class:`DivergedError` names the window of iterations (``within iterations 26-50``). The feature
-step no longer skips the optimiser step of a non-finite loss (that test was a sync): a diverged
-run is stopped at the next check, at most ``CHECK_EVERY - 1`` iterations later, and its models
-are not used again. Pretraining likewise. The ``sinkhorn`` solver still reads its convergence
-test on the host every 10 of its iterations.
+Non-finite losses (the rule of :mod:`ssot.method`, a population's too): a step never tests its
+losses (that would be a host read, a device sync); the epoch's loss sums are read every
+:data:`CHECK_EVERY` iterations, and a non-finite sum stops the run at that check: it ends as
+``diverged`` (:meth:`Trainer.fit`), the reason naming the loss and the window of iterations
+(``non-finite loss_total (nan) at epoch 1, within iterations 26-50``). Pretraining likewise.
 
 Batches come from :class:`ssot.batches.Batches` (persistent DataLoader workers, or a decoded-image
 cache with the augmentation on the device). On CUDA, ResNet-50 runs channels_last, and
@@ -37,11 +29,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,34 +39,18 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset, Subset
 
-from ssot import evaluation, ot
+from ssot import evaluation, method, ot
 from ssot.batches import Batches
 from ssot.config import PRETRAINING_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import ConfigError, DivergedError
+from ssot.method import CHECK_EVERY, LOSSES, Batch
 from ssot.models import build_models
 from ssot.solvers import SampleIds, build_solver
 
+__all__ = ["CHECK_EVERY", "LOSSES", "Trainer", "run", "seed_everything", "resolve_device", "dataset_labels"]
+
 EpochCallback = Callable[[dict[str, Any]], None]
-#: Iterations between two reads of an epoch's loss sums (the divergence check; one host sync each).
-CHECK_EVERY = 25
-#: The losses of an iteration (:meth:`Trainer.step`), in order; an epoch records their means.
-LOSSES = ("loss_total", "loss_ce", "loss_ot", "loss_ent", "ot_value")
-
-
-@dataclass
-class Batch:
-    """The forward pass of one source batch and one target batch (shared by both steps)."""
-
-    fs: torch.Tensor  # (b_s, d) source features
-    ft: torch.Tensor  # (b_t, d) target features
-    logits_s: torch.Tensor  # (b_s, K)
-    ps: torch.Tensor  # (b_s, K) source probabilities
-    pt: torch.Tensor  # (b_t, K) target probabilities
-    ys: torch.Tensor  # (b_s,) source labels
-    cost: torch.Tensor  # (b_s, b_t) squared-Euclidean cost (with gradients)
-    w: torch.Tensor  # (b_s,) source weights m_y / sum m_y
-    ids: torch.Tensor | None = None  # (b_t,) target sample ids (the vector solver indexes by them)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -97,15 +71,6 @@ def dataset_labels(ds: Dataset) -> torch.Tensor:
     if hasattr(ds, "targets"):
         return torch.as_tensor(list(ds.targets), dtype=torch.long)
     return torch.tensor([int(ds[i][1]) for i in range(len(ds))], dtype=torch.long)
-
-
-def check_finite(sums: torch.Tensor, names: tuple[str, ...], where: str) -> list[float]:
-    """The values of ``sums`` (one host read); :class:`DivergedError` naming the first non-finite one."""
-    values = sums.tolist()
-    for name, value in zip(names, values):
-        if not math.isfinite(value):
-            raise DivergedError(f"non-finite {name} ({value}) {where}")
-    return values
 
 
 class Trainer:
@@ -155,7 +120,8 @@ class Trainer:
         self.record: dict[str, Any] = {
             "config": config.to_dict(),
             "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
-                     "target_classes": self.task.target_classes, "n_source": len(self.task.source), "n_source_holdout": n_src if config.source_holdout else 0, "n_target": len(self.task.target)},
+                     "target_classes": self.task.target_classes, "n_source": len(self.task.source),
+                     "n_source_holdout": n_src if config.source_holdout else 0, "n_target": len(self.task.target)},
             "source_outlier_share": float(self.p_s[self.outliers].sum()) if len(self.outliers) else 0.0,
             "source_class_freq": self.p_s.tolist(),  # with class_weights: estimated p_t = p_s * m (analysis only)
             "target_class_freq": ot.label_frequencies(dataset_labels(self.task.target_eval), K).tolist() if self.task.labeled_target else None,
@@ -192,44 +158,58 @@ class Trainer:
             logits = self.eta(feats)
         return feats.float(), logits.float()
 
-    @torch.no_grad()
-    def predict(self, ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
-        """Class probabilities and labels of every sample of ``ds`` (batched, no gradients)."""
+    def forward_stack(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` as a stack of one member: ``[1, n, d]`` and ``[1, n, K]`` (:mod:`ssot.method`)."""
+        feats, logits = self.forward(x)
+        return feats[None], logits[None]
+
+    @contextlib.contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """``f`` and ``eta`` in evaluation mode for the duration (batch norm of ResNet-50)."""
         was_training = self.f.training
         self.f.eval(); self.eta.eval()
-        probs, labels = [], []
-        for x, y in self.eval_batches(ds):
-            _, logits = self.forward(x)
-            probs.append(torch.softmax(logits, dim=1))
-            labels.append(y)
-        self.f.train(was_training); self.eta.train(was_training)
-        return torch.cat(probs), torch.cat(labels)
+        try:
+            yield
+        finally:
+            self.f.train(was_training); self.eta.train(was_training)
+
+    def predict(self, ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
+        """Class probabilities and labels of every sample of ``ds`` (batched, no gradients)."""
+        found = evaluation.collect(self, ds)
+        return found.probs, found.labels
 
     def _set_class_weights(self, p_t: torch.Tensor) -> None:
         self.p_t = p_t
-        self.m = ot.class_weights(p_t, self.p_s) if self.config.use_class_weights else torch.ones_like(p_t)
+        self.m = method.class_weights(self.config, p_t, self.p_s)
+
+    # ------------------------------------------------------------------ the run as a stack of one member (ssot.method.Members)
+    @property
+    def lambda_ot(self) -> float:
+        return self.config.lambda_ot
+
+    @property
+    def lambda_ent(self) -> float:
+        return self.config.lambda_ent
+
+    @property
+    def class_weights(self) -> torch.Tensor:
+        return self.m[None]
+
+    def diverged(self, reasons: dict[int, str]) -> None:
+        """The run's loss turned non-finite (:func:`ssot.method.train_epoch`'s check): it stops."""
+        raise DivergedError(reasons[0])
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
         """Target accuracy (overall, per class), ``p_t`` statistics and every label-free validator
-        (:mod:`ssot.evaluation`); the target's argmax predictions go to ``record["target_pred"]``.
+        (:func:`ssot.evaluation.evaluate`); the target's argmax predictions go to ``record["target_pred"]``.
 
         Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate).
         """
-        target = evaluation.collect(self, self.task.target_eval, mix=True)
-        probs = target.probs
-        pred = probs.argmax(1)
-        p_t = probs.mean(0)
-        self._set_class_weights(p_t)
-        source = evaluation.collect(self, self.source_eval_subset)
-        self.record["target_pred"] = evaluation.compact_predictions(probs)
-        return {
-            **evaluation.target_metrics(self, target),
-            **evaluation.validator_scores(target, source),
-            "outlier_mass": float(p_t[self.outliers].sum()) if len(self.outliers) else 0.0,
-            "n_pred_classes": int(pred.unique().numel()),
-            "class_weights": [float(v) for v in self.m],
-        }
+        (metrics,), p_t, (pred,) = evaluation.evaluate(self, self.source_eval_subset)
+        self._set_class_weights(p_t[0])
+        self.record["target_pred"] = pred
+        return {**metrics, "class_weights": self.m.tolist()}
 
     # ------------------------------------------------------------------ pretraining
     def pretrain(self) -> dict[str, Any]:
@@ -250,7 +230,9 @@ class Trainer:
                 opt.step()
                 total += loss.detach()
                 if (it + 1) % CHECK_EVERY == 0 or it + 1 == n:
-                    check_finite(total, ("pretraining loss",), f"in pretraining epoch {ep + 1}, within iterations {checked + 1}-{it + 1}")
+                    where = f"in pretraining epoch {ep + 1}, within iterations {checked + 1}-{it + 1}"
+                    if (reason := method.nonfinite(total.tolist(), where, ("pretraining loss",))) is not None:
+                        raise DivergedError(reason)
                     checked = it + 1
         metrics = self.evaluate()
         self.record["source_only"] = metrics
@@ -269,78 +251,42 @@ class Trainer:
         return self.batches.train(self.source_train, seed), self.batches.train(self.target_ids, seed + 50_000)
 
     def adapt_epoch(self) -> dict[str, Any]:
-        """One adaptation epoch followed by its evaluation; returns the epoch's metrics."""
+        """One adaptation epoch (:func:`ssot.method.train_epoch`) followed by its evaluation;
+        returns the epoch's metrics. Raises :class:`DivergedError` at the check that finds a
+        non-finite loss."""
         cfg = self.config
         self.epoch += 1
         start = time.perf_counter()
         src, tgt = self.epoch_batches(self.epoch)
-        sums = torch.zeros(len(LOSSES), dtype=torch.float64, device=self.device)  # read every CHECK_EVERY iterations
         n_iter = self.iterations_per_epoch()
-        checked = 0
         self.f.train(); self.eta.train(); self.g.train()
-        for it in self._bar(range(n_iter), n_iter, f"epoch {self.epoch}/{cfg.epochs}"):
-            if cfg.pt_refresh and it > 0 and it % cfg.pt_refresh == 0:
-                self._set_class_weights(self.predict(self.task.target_eval)[0].mean(0))
-            (xs, ys), (xt, ids) = next(src), next(tgt)  # target batches carry sample ids, never labels
-            losses = self.step(xs, ys, xt, ids)
-            sums += torch.stack([losses[k] for k in LOSSES])
-            if (it + 1) % CHECK_EVERY == 0 or it + 1 == n_iter:
-                values = check_finite(sums, LOSSES, f"at epoch {self.epoch}, within iterations {checked + 1}-{it + 1}")
-                checked = it + 1
-        metrics = {"epoch": self.epoch, **{k: v / n_iter for k, v in zip(LOSSES, values)}, **self.evaluate()}
+        iterations = self._bar(range(n_iter), n_iter, f"epoch {self.epoch}/{cfg.epochs}")
+        (losses,) = method.train_epoch(self, zip(src, tgt), iterations, n_iter, self.epoch,
+                                       refresh=lambda: self._set_class_weights(self.predict(self.task.target_eval)[0].mean(0)))
+        metrics = {"epoch": self.epoch, **losses, **self.evaluate()}
         metrics["time_s"] = time.perf_counter() - start
         self.record["epochs"].append(metrics)
         return metrics
 
     def step(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """One alternating iteration on a source batch ``(xs, ys)`` and a target batch ``xt`` (sample ids ``ids``).
+        """One alternating iteration (:func:`ssot.method.step`) on a source batch ``(xs, ys)`` and a
+        target batch ``xt`` (sample ids ``ids``).
 
         Returns the losses of :data:`LOSSES` as 0-dim tensors on the device (not read: no host sync).
         """
-        batch = self.forward_batch(xs, ys, xt, ids)
-        h = self.g_step(batch)
-        losses = self.feature_step(batch)
-        return {**losses, "ot_value": h if self.config.g_steps else losses["loss_ot"]}
+        return dict(zip(LOSSES, method.step(self, xs, ys, xt, ids)[0]))
 
     def forward_batch(self, xs: torch.Tensor, ys: torch.Tensor, xt: torch.Tensor, ids: torch.Tensor | None = None) -> Batch:
-        """One forward pass of both batches through ``f`` and ``eta`` (gradients on)."""
-        bs = xs.shape[0]
-        feats, logits = self.forward(torch.cat([xs, xt]))
-        probs = torch.softmax(logits, dim=1)
-        return Batch(fs=feats[:bs], ft=feats[bs:], logits_s=logits[:bs], ps=probs[:bs], pt=probs[bs:], ys=ys,
-                     cost=ot.cost_matrix(feats[:bs], feats[bs:]), w=ot.source_weights(self.m, ys), ids=ids)
-
-    def _masked(self, cost: torch.Tensor, ps: torch.Tensor, pt: torch.Tensor) -> torch.Tensor:
-        cfg = self.config
-        return cost * (cfg.mask_scale * ot.soft_mask(ps, pt)) if cfg.use_mask else cost
+        """:func:`ssot.method.forward_batch` of the run (tensors ``[1, ...]``)."""
+        return method.forward_batch(self, xs, ys, xt, ids)
 
     def g_step(self, b: Batch) -> torch.Tensor:
-        """(a) the OT solver (``g`` by default) ascends with ``f`` and ``eta`` fixed (inputs detached).
+        """:func:`ssot.method.g_step`: the OT value before the ascent, ``[1]``."""
+        return method.g_step(self, b)
 
-        Returns the OT value before the first ascent step, a 0-dim tensor (the epoch's ``ot_value`` is its mean).
-        """
-        return self.solver.ascend(self._masked(b.cost.detach(), b.ps.detach(), b.pt.detach()), b.ft.detach(), b.ids, b.w)
-
-    def feature_step(self, b: Batch) -> dict[str, torch.Tensor]:
-        """(b) ``f`` and ``eta`` descend ``L_CE + lambda_OT H + lambda_Ent L_Ent`` with ``g`` frozen.
-
-        Steps whatever the loss (testing it would sync the host): a non-finite loss is caught by
-        the epoch's next check (:data:`CHECK_EVERY`), which raises :class:`DivergedError`.
-        """
-        cfg = self.config
-        self.g.requires_grad_(False)
-        try:
-            ps, pt = (b.ps, b.pt) if cfg.mask_grad else (b.ps.detach(), b.pt.detach())
-            loss_ot = self.solver.loss(self._masked(b.cost, ps, pt), b.ft, b.ids, b.w)
-            loss_ce = (self.m[b.ys] * F.cross_entropy(b.logits_s, b.ys, reduction="none")).mean()
-            loss_ent = ot.entropy(b.pt)
-            loss = loss_ce + cfg.lambda_ot * loss_ot + cfg.lambda_ent * loss_ent
-            self.opt_fe.zero_grad(set_to_none=True)
-            loss.backward()
-            self.opt_fe.step()
-        finally:
-            self.g.requires_grad_(True)
-        return {"loss_total": loss.detach(), "loss_ce": loss_ce.detach(), "loss_ot": loss_ot.detach(), "loss_ent": loss_ent.detach()}
+    def feature_step(self, b: Batch) -> torch.Tensor:
+        """:func:`ssot.method.feature_step`: the total, CE, OT and entropy losses, ``[1, 4]``."""
+        return method.feature_step(self, b)
 
     # ------------------------------------------------------------------ the whole run
     def fit(self, on_epoch: EpochCallback | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from ssot import SSOTConfig, Trainer, run
+from ssot import SSOTConfig, Trainer, method, run
 from ssot.data.digits import TARGET_CLASSES, build_digits_task
 from ssot.data.features import save_feature_cache
 from ssot.errors import ConfigError
@@ -137,8 +137,8 @@ def test_the_step_gives_the_numbers_of_the_step_that_read_every_loss_on_the_host
 def test_a_divergence_is_caught_at_the_next_check_naming_its_window(digits_task, monkeypatch):
     trainer = Trainer(SSOTConfig.for_task("digits", epochs=2, pretrain_epochs=1, iters_per_epoch=60, lr=1e30), digits_task)
     steps = []
-    step = trainer.step
-    monkeypatch.setattr(trainer, "step", lambda *args: steps.append(1) or step(*args))
+    step = method.step  # the one step (ssot/method.py), which the epoch loop calls
+    monkeypatch.setattr(method, "step", lambda *args: steps.append(1) or step(*args))
     record = trainer.fit()
     assert record["status"] == "diverged" and record["epochs"] == []
     assert record["reason"].startswith("non-finite loss_total (nan) at epoch 1, within iterations 1-25")

@@ -1,0 +1,211 @@
+r"""Stacked networks: the bottleneck, classifier and potential of P members as tensors ``[P, ...]``.
+
+A population (:mod:`ssot.population`) trains P configs that share their inputs (a feature cache)
+and differ in their hyperparameters. Each of its networks is one stack: a linear layer of P
+members is a weight ``[P, out, in]`` and a bias ``[P, out]``, and member ``p``'s output is
+``h[p] @ weight[p].T + bias[p]``.
+
+- :func:`linear`: the layer on a stack. On inputs every member shares (the cache vectors, 2-d)
+  it is one GEMM of the stacked weights (``addmm``: ``[n, in] @ [in, P * out]``), on per-member
+  inputs (3-d) one batched GEMM (``baddbmm``). Measured against ``torch.func``
+  (``stack_module_state`` + ``functional_call`` + ``vmap`` of the same modules) by
+  ``benchmarks/stacked_layers.py``: the batched matmuls were faster on the CPU (docs/screening.md),
+  so they are kept.
+- :class:`Head`: ``f``'s bottleneck (Linear + ReLU per layer) and the classifier ``eta``.
+- :class:`Potentials`: the potentials ``g`` (``Linear -> ReLU -> Linear``), one stack per width
+  (padding every potential to the widest and masking the extra units would compute the same but
+  pay the widest width's arithmetic and Adam updates for every member).
+- :class:`StackedAdam`: ``torch.optim.Adam``'s arithmetic with one learning rate per member.
+- :func:`cost_matrix`: :func:`ssot.ot.cost_matrix` of a stack, on a CPU in chunks of members.
+
+Every stack can keep a subset of its members (:meth:`Head.select`, :meth:`Potentials.select`,
+:meth:`StackedAdam.select`): the members that leave (early-stopped at a rung, diverged) stop
+costing anything.
+
+The members' results equal those of their independent runs up to the summation order of the
+stacked GEMMs (a member's row of one large GEMM is summed in another order than a GEMM of its own):
+see docs/screening.md, "How far a member drifts from its independent run".
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ssot import ot
+
+#: On a CPU, elementwise work on stacks is done in chunks of members of about this many elements
+#: (4 MB of floats): a whole stack's tensors leave the cache and are slower than the chunks.
+CPU_CHUNK_ELEMENTS = 1 << 20
+
+
+def linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """Member ``p``'s ``h[p] @ weight[p].T + bias[p]``, ``[P, n, out]``; a 2-d ``h`` ``[n, in]`` is
+    shared by every member (one GEMM of the stacked weights)."""
+    P, out, inp = weight.shape
+    if h.dim() == 2:
+        return torch.addmm(bias.reshape(-1), h, weight.reshape(P * out, inp).t()).view(h.shape[0], P, out).transpose(0, 1)
+    return torch.baddbmm(bias[:, None, :], h, weight.transpose(1, 2))
+
+
+def stacked(tensors: Sequence[Tensor], device: torch.device | str) -> Tensor:
+    """One stack ``[len(tensors), ...]`` of equally shaped tensors, a leaf that requires gradients."""
+    return torch.stack([t.detach() for t in tensors]).to(device).contiguous().requires_grad_(True)
+
+
+def _rows(t: Tensor, index: Tensor) -> Tensor:
+    return t[index].detach().requires_grad_(True)
+
+
+class Head:
+    """The bottleneck (Linear + ReLU per layer) and the classifier of P members.
+
+    ``params`` holds ``[w_1, b_1, ..., w_L, b_L, w_eta, b_eta]``, each ``[P, ...]``."""
+
+    def __init__(self, params: list[Tensor]):
+        self.params = params
+
+    @classmethod
+    def of(cls, layers: Sequence[Sequence[nn.Linear]], device: torch.device | str) -> Head:
+        """The stack of P members' linear layers (``layers[p]``: member ``p``'s, in forward order)."""
+        return cls([stacked([getattr(member[i], name) for member in layers], device)
+                    for i in range(len(layers[0])) for name in ("weight", "bias")])
+
+    def __call__(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Every member's features ``[P, n, d]`` and logits ``[P, n, K]`` of the shared inputs ``x``."""
+        fe, h = self.params, x
+        for i in range(0, len(fe) - 2, 2):
+            h = torch.relu(linear(h, fe[i], fe[i + 1]))
+        logits = linear(h, fe[-2], fe[-1])
+        if h.dim() == 2:  # no bottleneck: the features are the inputs
+            h = h.expand(logits.shape[0], *h.shape)
+        return h, logits
+
+    def select(self, index: Tensor) -> None:
+        """Keep the members at stack positions ``index``."""
+        with torch.no_grad():
+            self.params = [_rows(t, index) for t in self.params]
+
+
+class Potentials:
+    """The potentials ``g`` of P members, ``Linear(d, width) -> ReLU -> Linear(width, 1)``, one
+    stack (a width group) per width; the members' stack positions are ``widths``' order.
+
+    ``groups[w]`` holds the group's ``[w_1, b_1, w_2, b_2]``; :meth:`__call__` evaluates every
+    group on its members' inputs and puts the outputs back in stack order."""
+
+    def __init__(self, groups: dict[int, list[Tensor]], widths: Tensor):
+        self.groups, self.widths = groups, widths
+        self._positions()
+
+    @classmethod
+    def of(cls, nets: Sequence[nn.Sequential], device: torch.device | str) -> Potentials:
+        """The stack of P members' potential networks (``nets[p]``: member ``p``'s ``g.net``)."""
+        widths = [net[0].out_features for net in nets]
+        groups = {w: [stacked([getattr(net[i], name) for net, v in zip(nets, widths) if v == w], device)
+                      for i in (0, 2) for name in ("weight", "bias")] for w in sorted(set(widths))}
+        return cls(groups, torch.tensor(widths, dtype=torch.long, device=device))
+
+    def _positions(self) -> None:
+        """Each group's stack positions, and the order that puts the groups' outputs back."""
+        self.positions = {w: (self.widths == w).nonzero().flatten() for w in self.groups}
+        order = torch.cat(list(self.positions.values())) if self.groups else torch.zeros(0, dtype=torch.long)
+        self.unsort = torch.argsort(order)
+
+    def parameters(self) -> list[Tensor]:
+        return [t for params in self.groups.values() for t in params]
+
+    def __call__(self, ft: Tensor, frozen: bool = False) -> Tensor:
+        """Every member's ``g(ft[p])``, ``[P, b_t]``; ``frozen``: without gradients to ``g``."""
+        out = []
+        for w, params in self.groups.items():
+            g = [t.detach() for t in params] if frozen else params
+            hidden = torch.relu(linear(ft[self.positions[w]], g[0], g[1]))
+            out.append(linear(hidden, g[2], g[3]).squeeze(-1))
+        return torch.cat(out)[self.unsort]
+
+    def select(self, index: Tensor) -> list[Tensor | None]:
+        """Keep the members at stack positions ``index``; returns, per parameter of
+        :meth:`parameters` before the selection, the rows kept (None: its group left)."""
+        rows: list[Tensor | None] = []
+        groups: dict[int, list[Tensor]] = {}
+        with torch.no_grad():
+            for w, params in self.groups.items():
+                kept = torch.isin(self.positions[w], index).nonzero().flatten()
+                rows += [kept if len(kept) else None] * len(params)
+                if len(kept):
+                    groups[w] = [_rows(t, kept) for t in params]
+        self.groups, self.widths = groups, self.widths[index]
+        self._positions()
+        return rows
+
+
+def cost_matrix(fs: Tensor, ft: Tensor) -> Tensor:
+    """Every member's cost matrix (:func:`ssot.ot.cost_matrix`), ``[P, b_s, b_t]``. On a CPU in
+    chunks of members whose ``(b_s, b_t, d)`` differences stay in the cache (a whole stack's would
+    not: the chunks are faster than one call, and each member's values are those of its own run)."""
+    if fs.device.type != "cpu" or fs.shape[0] == 1:
+        return ot.cost_matrix(fs, ft)
+    chunk = max(1, CPU_CHUNK_ELEMENTS // (fs.shape[1] * ft.shape[1] * fs.shape[2]))
+    return torch.cat([ot.cost_matrix(fs[i:i + chunk], ft[i:i + chunk]) for i in range(0, fs.shape[0], chunk)])
+
+
+class StackedAdam:
+    """``torch.optim.Adam`` (no amsgrad; L2 ``weight_decay`` as Adam's) on stacked parameters
+    ``[n, ...]``, each row a member's, with one learning rate per row (``lrs[i]``, shape ``[n_i]``,
+    for parameter ``i``): elementwise, and with the operations of Adam's own update in its order,
+    so each member's rows get exactly the update an Adam of its own would give them."""
+
+    def __init__(self, params: list[Tensor], lrs: list[Tensor], *, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0):
+        self.params, self.betas, self.eps, self.weight_decay = list(params), betas, eps, weight_decay
+        # on the parameters' device: the step's per-row factors need no host-to-device copy (a sync)
+        self.lrs = [lr.to(device=p.device, dtype=torch.float64) for lr, p in zip(lrs, params)]
+        self.exp_avg = [torch.zeros_like(p) for p in params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in params]
+        self.steps = 0
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        beta1, beta2 = self.betas
+        self.steps += 1
+        bias_correction1 = 1 - beta1**self.steps
+        bias_correction2_sqrt = (1 - beta2**self.steps) ** 0.5
+        for p, lr, m, v in zip(self.params, self.lrs, self.exp_avg, self.exp_avg_sq):
+            if p.grad is None:
+                continue
+            neg_step = (-(lr / bias_correction1)).to(dtype=p.dtype).view(-1, *[1] * (p.dim() - 1))
+            # on a CPU in chunks of members that stay in the cache (a whole stack would not)
+            rows = max(1, CPU_CHUNK_ELEMENTS // max(1, p[0].numel())) if p.device.type == "cpu" else len(p)
+            for i in range(0, len(p), rows):
+                part, grad, m_i, v_i = p[i:i + rows], p.grad[i:i + rows], m[i:i + rows], v[i:i + rows]
+                if self.weight_decay:
+                    grad = grad.add(part, alpha=self.weight_decay)
+                m_i.lerp_(grad, 1 - beta1)
+                v_i.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (v_i.sqrt() / bias_correction2_sqrt).add_(self.eps)
+                part.add_(neg_step[i:i + rows] * m_i / denom)
+
+    def select(self, params: list[Tensor], rows: Sequence[Tensor | None]) -> None:
+        """Keep, of each parameter ``i``, the members at ``rows[i]`` (None: drop the parameter);
+        ``params`` are the parameters that remain, indexed the same way."""
+        kept = [(i, r) for i, r in enumerate(rows) if r is not None]
+        self.exp_avg = [self.exp_avg[i][r] for i, r in kept]
+        self.exp_avg_sq = [self.exp_avg_sq[i][r] for i, r in kept]
+        self.lrs = [self.lrs[i][r.to(self.lrs[i].device)] for i, r in kept]
+        self.params = list(params)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq, "steps": self.steps, "lrs": self.lrs}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.exp_avg = [t.to(p.device) for t, p in zip(state["exp_avg"], self.params)]
+        self.exp_avg_sq = [t.to(p.device) for t, p in zip(state["exp_avg_sq"], self.params)]
+        self.steps = int(state["steps"])
+        self.lrs = [lr.to(device=p.device, dtype=torch.float64) for lr, p in zip(state["lrs"], self.params)]
