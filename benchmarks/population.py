@@ -1,33 +1,39 @@
 """Populations against single trials on one feature cache, side by side in one run (by hand, not pytest).
 
+    python benchmarks/population.py --cache caches/P2H-s0.pt --task P2H --sections 2 3   # the 2-core goal (below)
     python benchmarks/population.py                                  # CPU: an Office-31-sized cache, short schedule
-    python benchmarks/population.py --cache p2h.pt --task P2H        # a real cache (python -m ssot.features)
     python benchmarks/population.py --device cuda                    # a GPU: the goals' settings
-    python benchmarks/population.py --sizes 1 16 64 --skip-screen    # section 1 only
+    python benchmarks/population.py --sizes 1 16 64 --sections 1     # section 1 only
 
-1. **Member throughput.** Member-iterations/s of :class:`ssot.population.Population` (P random
-   configs of the default space, one SSOT iteration of every member on the same 32 + 32 batch)
-   for each P of ``--sizes``, against iterations/s of the single-trial trainer
-   (:meth:`ssot.trainer.Trainer.step`) on the same batch, the two timed alternately (medians). Goal (GPU): >= 20x at P = 64. A size
-   whose stacked weights and Adam states would not fit ``--max-memory-gb`` is skipped, saying so.
-2. **Where a population's time goes.** One epoch of a population of 64: its iterations, its
-   per-member evaluations, and within them DEV's domain classifier (one logistic regression per
-   member and epoch).
-3. **A screen of 64 configs.** Wall time of ``tune/search.py --features CACHE --population 64``
-   against today's ``--features`` search of the same 64 configs (one Ray trial per config; random
-   search, same seed: the same configs, checked), both without early stopping, through the same
-   ``run_search``; the population, one trial, gets every CPU (``--cpus-per-trial``), today's
-   search one CPU per trial (its default). Goals: >= 3x on 2 CPU cores; <= 30 s for an Office-31-sized screen on one H100.
+1. **Member throughput.** Member-iterations/s of one stack of P random configs of the default
+   space (:class:`ssot.population.Stack`: one SSOT iteration of every member on the same 32 + 32
+   batch) for each P of ``--sizes``, against iterations/s of the single-trial trainer
+   (:meth:`ssot.trainer.Trainer.step`) on the same batch, the two timed alternately (medians).
+   Goal (GPU): >= 20x at P = 64. A size whose stacked weights and Adam states would not fit
+   ``--max-memory-gb`` is skipped, saying so.
+2. **Where a population's epoch goes.** One epoch of a population of ``--screen-configs`` members
+   as one stack with one thread, by part: the iterations, the stacked evaluation passes over the
+   target and source sets, each validator (DEV's logistic regressions inside DEV), a checkpoint
+   (``state_dict`` and ``torch.save``), the per-member result entries of a report; then the same
+   epoch's wall time with the population's own workers (one process and one thread per CPU of
+   its slot, :mod:`ssot.shards`).
+3. **A screen.** Wall time of ``tune/search.py --features CACHE --population N`` against the
+   ``--features`` search of the same N configs one Ray trial each (random search, same seed: the
+   same configs, checked), both without early stopping, both through ``run_search`` with the
+   search's own division of the machine (:func:`tune.cluster.cpu_share`: a population gets the
+   CPUs of its share, a trial one CPU), printed. Goals: a population of 16 P2H configs >= 1.2x
+   faster than 16 trials on 2 CPU cores; <= 30 s for an Office-31-sized screen of 64 on one H100.
 
 Without ``--cache``, a synthetic cache with Office-31 A2W's layout is written to a temporary
 folder: 2,817 source and 256 target vectors of 2,048 dims (31 classes, 10 in the target), the
-paper's bottleneck 1024-512. On a CPU the schedule is shortened (``--epochs 2 --iters-per-epoch
-10``; on a GPU the task's). The printed report names the device; ratios are measured in this run.
+paper's bottleneck 1024-512, and on a CPU the schedule is shortened (``--epochs 2
+--iters-per-epoch 10 --pretrain-epochs 1``); with ``--cache`` the task's schedule is used. The
+report names the device (the CPU model), the load average at the start and end of each section,
+and the ratios measured in this run.
 """
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import sys
@@ -40,7 +46,6 @@ if __package__ in (None, ""):  # run as a script: import the project and this fo
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 from _shared import alternated  # noqa: E402
-
 
 OFFICE_SOURCE, OFFICE_TARGET, OFFICE_DIM = 2817, 256, 2048
 
@@ -111,9 +116,13 @@ def stack_gb(base: Any, task: Any, size: int) -> float:
     return 4 * ((fe + g) * 4 + cost) * size / 1e9
 
 
+def load() -> str:
+    return "load average " + " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
 def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: float, device: str) -> list[dict[str, Any]]:
-    """Section 1: per size, the population's member-iterations/s and the single trial's it/s
-    measured alternately with it (or why the size was skipped)."""
+    """Section 1: per size, one stack's member-iterations/s and the single trial's it/s measured
+    alternately with it (or why the size was skipped)."""
     import torch
 
     from ssot.population import Population
@@ -128,9 +137,9 @@ def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: floa
         if need > max_gb:
             rows.append({"size": size, "note": f"skipped: needs about {need:.1f} GB (--max-memory-gb {max_gb:g})"})
             continue
-        population = Population(random_configs(base, size), task)
+        population = Population(random_configs(base, size), task, workers=1)  # one stack in this process
         population.pretrain(lambda host: None)  # throughput only: the weights need no pretraining
-        single, stacked = alternated(lambda: trainer.step(xs, ys, xt), lambda: population.step(xs, ys, xt), rounds, device)
+        single, stacked = alternated(lambda: trainer.step(xs, ys, xt), lambda p=population: p.step(xs, ys, xt), rounds, device)
         rows.append({"size": size, "member_rate": size / stacked, "single_rate": 1 / single})
         del population
         if device == "cuda":
@@ -138,34 +147,74 @@ def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: floa
     return rows
 
 
+#: The functions section 2 times inside one epoch, by the name it prints.
+PARTS = {"iterations": ("ssot.method", "train_epoch"), "evaluation passes": ("ssot.evaluation", "collect_stack"),
+         "DEV": ("ssot.validators", "dev"), "  its logistic regressions": ("ssot.validators", "_fit_logistic"),
+         "SND": ("ssot.validators", "snd"), "entropy": ("ssot.validators", "entropy"), "IM": ("ssot.validators", "im"),
+         "IM-PDA": ("ssot.validators", "im_pda"), "BNM": ("ssot.validators", "bnm"), "MixVal": ("ssot.validators", "mixval_scores")}
+
+
 def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
-    """Section 2: one epoch of a population of ``size``: iterations, evaluations, DEV inside them."""
-    from ssot import validators
+    """Section 2: one epoch of a population of ``size`` as one stack with one thread, by part (the
+    functions of :data:`PARTS`, a checkpoint, the report entries), then an epoch with the
+    population's own workers (wall time)."""
+    import importlib
+    import io
+
+    import torch
+
     from ssot.population import Population
+    from tune import members as member_results
 
-    spent = {"dev": 0.0}
-    original = validators.dev
+    spent = dict.fromkeys([*PARTS, "checkpoint", "report entries"], 0.0)
+    saved = []
+    for name, (module_name, function) in PARTS.items():
+        module = importlib.import_module(module_name)
+        original = getattr(module, function)
+        saved.append((module, function, original))
 
-    def timed_dev(*args: Any) -> float:
-        start = time.perf_counter()
-        try:
-            return original(*args)
-        finally:
-            spent["dev"] += time.perf_counter() - start
+        def timed(*args: Any, _f: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                spent[_name] += time.perf_counter() - start
 
-    population = Population(random_configs(base, size), task)
-    population.pretrain(lambda host: None)
-    validators.dev = timed_dev
+        setattr(module, function, timed)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     try:
-        population.adapt_epoch()
+        population = Population(random_configs(base, size), task, workers=1)
+        population.pretrain()
+        start = time.perf_counter()
+        touched = population.adapt_epoch()
+        spent["epoch"] = time.perf_counter() - start
     finally:
-        validators.dev = original
-    return {"train": population.timing["train_s"], "eval": population.timing["eval_s"], "dev": spent["dev"],
-            "iters": population.host.iterations_per_epoch()}
+        for module, function, original in saved:
+            setattr(module, function, original)
+        torch.set_num_threads(threads)
+    start = time.perf_counter()
+    torch.save(population.state_dict(), io.BytesIO())
+    spent["checkpoint"] = time.perf_counter() - start
+    start = time.perf_counter()
+    entries = {str(m.index): member_results.epoch_entry(m.epochs[-1], m.record, final=False) for m in touched}
+    member_results.report(entries, "target_acc", "max")
+    spent["report entries"] = time.perf_counter() - start
+    workers = Population(random_configs(base, size), task)  # the population's own division: the config's CPUs
+    workers.pretrain()
+    start = time.perf_counter()
+    workers.adapt_epoch()
+    spent["epoch with workers"] = time.perf_counter() - start
+    spent["workers"] = workers.workers
+    workers.close()
+    spent["iters"] = population.host.iterations_per_epoch()
+    return spent
 
 
 def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str) -> dict[str, Any]:
-    """Section 3: the same ``n`` configs as one population and as ``n`` Ray trials."""
+    """Section 3: the same ``n`` configs as populations of ``--population-size`` (default: one of
+    all ``n``) and as ``n`` Ray trials, each search dividing the machine its own way."""
+    from tune.cluster import cpu_share
     from tune.experiment import run_search
     from tune.options import SearchOptions
 
@@ -175,22 +224,22 @@ def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str
             base[key] = getattr(args, key)
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        cpus = args.num_cpus or os.cpu_count() or 1
-        size = args.population_size or n
-        # populations of `size`: one holding every config gets the whole machine (all CPUs as threads,
-        # one GPU), smaller ones share it; today's search runs one trial per CPU (or per --trial-gpus share)
-        per_population = float(max(1, cpus // math.ceil(n / size)))
-        for label, population, gpus, cpus_per_trial in (("population", size, 1.0 if device == "cuda" else 0.0, per_population),
-                                                        ("trials", None, args.trial_gpus if device == "cuda" else 0.0, 1.0)):
+        for label, population, gpus in (("population", args.population_size or n, 1.0 if device == "cuda" else 0.0),
+                                        ("trials", None, args.trial_gpus if device == "cuda" else 0.0)):
             options = SearchOptions(task=task, num_samples=n, search="random", base=dict(base), seed=0, early_stop=False,
                                     storage_path=str(Path(tmp) / "runs"), name=label, verbose=0, population=population,
-                                    gpus_per_trial=gpus, cpus_per_trial=cpus_per_trial)
+                                    gpus_per_trial=gpus)
+            cpus, why = cpu_share(options, None, args.num_cpus)
+            out[f"{label}_division"] = f"{cpus:g} CPU(s) per trial ({why})"
             start = time.perf_counter()
             outcome = run_search(options, num_cpus=args.num_cpus)
             out[label] = time.perf_counter() - start
+            out[f"{label}_load"] = load()
             last = outcome.trials.sort_values("epoch").groupby("trial_id").tail(1)
-            out[f"{label}_configs"] = sorted(round(v, 12) for v in last["lambda_ot"])
+            out[f"{label}_configs"] = sorted(tuple(round(float(v), 12) for v in row)
+                                             for row in last[["lambda_ot", "lambda_ent", "eps", "potential_width"]].to_numpy())
             out[f"{label}_completed"] = int((last["status"] == "completed").sum())
+            out[f"{label}_threads"] = outcome.best_config.num_threads if outcome.best_config else None
     out["same_configs"] = out["population_configs"] == out["trials_configs"]
     return out
 
@@ -200,25 +249,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--cache", type=Path, help="a feature cache (default: a synthetic Office-31-sized one)")
     parser.add_argument("--task", default="A2W", help="the cache's task (default A2W, the synthetic cache's)")
+    parser.add_argument("--sections", type=int, nargs="+", default=[1, 2, 3], choices=(1, 2, 3), help="the sections to run (default all)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64, 256], help="population sizes of section 1")
     parser.add_argument("--iters", type=int, default=10, help="timed iterations per size in section 1 (alternated with the single trial's)")
     parser.add_argument("--max-memory-gb", type=float, default=8.0, help="skip sizes whose stack needs more (section 1)")
-    parser.add_argument("--screen-configs", type=int, default=64, help="configs of the screen of section 3")
+    parser.add_argument("--screen-configs", type=int, default=16, help="configs of sections 2 and 3 (default 16)")
     parser.add_argument("--population-size", type=int, help="members per population in section 3 (default: all the configs, one population)")
-    parser.add_argument("--epochs", type=int, help="adaptation epochs (default: 2 on a CPU, the task's on a GPU)")
-    parser.add_argument("--iters-per-epoch", type=int, help="iterations per epoch (default: 10 on a CPU, the task's on a GPU)")
-    parser.add_argument("--pretrain-epochs", type=int, help="pretraining epochs on the cache (default: 1 on a CPU, the task's on a GPU)")
-    parser.add_argument("--trial-gpus", type=float, default=0.25, help="GPUs per trial of today's search (section 3, GPU)")
+    parser.add_argument("--epochs", type=int, help="adaptation epochs (default: the task's; 2 on a CPU without --cache)")
+    parser.add_argument("--iters-per-epoch", type=int, help="iterations per epoch (default: the task's; 10 on a CPU without --cache)")
+    parser.add_argument("--pretrain-epochs", type=int, help="pretraining epochs on the cache (default: the task's; 1 on a CPU without --cache)")
+    parser.add_argument("--trial-gpus", type=float, default=0.25, help="GPUs per trial of the one-config-per-trial search (section 3, GPU)")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default all)")
-    parser.add_argument("--skip-screen", action="store_true", help="sections 1 and 2 only")
-    parser.add_argument("--threads", type=int, help="torch threads of sections 1 and 2 (default: torch's; 1 is steadier on a busy machine)")
+    parser.add_argument("--threads", type=int, help="torch threads of section 1 (default: torch's; 1 is steadier on a busy machine)")
     args = parser.parse_args(argv)
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("--device cuda: no CUDA GPU here; nothing measured")
         return 0
-    if args.device == "cpu":
+    if args.device == "cpu" and args.cache is None:
         args.epochs = 2 if args.epochs is None else args.epochs
         args.iters_per_epoch = 10 if args.iters_per_epoch is None else args.iters_per_epoch
         args.pretrain_epochs = 1 if args.pretrain_epochs is None else args.pretrain_epochs
@@ -226,37 +275,45 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"device: {device_name(args.device)}; torch {torch.__version__}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or synthetic_cache(Path(tmp) / "a2w-synthetic.pt")
         task = load_feature_task(cache, args.task)
         base = base_config(args.task, cache, args.device, args)
         print(f"cache: {args.cache or 'synthetic Office-31 A2W layout'} ({len(task.source)} source + {len(task.target)} target "
               f"vectors of {task.input_shape[0]} dims), bottleneck {list(base.bottleneck_dims)}, batch {base.batch_size} + "
-              f"{base.batch_size}", flush=True)
-        print("1. member-iterations/s (one SSOT iteration of every member on the same batch):")
-        rows = throughput(base, task, args.sizes, args.iters, args.max_memory_gb, args.device)
-        for row in rows:
-            if "note" in row:
-                print(f"   P = {row['size']:4d}: {row['note']}")
-            else:
-                print(f"   P = {row['size']:4d}: {row['member_rate']:,.1f} member-it/s vs the single-trial trainer's "
-                      f"{row['single_rate']:,.1f} it/s alongside: {row['member_rate'] / row['single_rate']:.1f}x "
-                      f"({row['member_rate'] / row['size']:,.2f} population it/s)", flush=True)
-        print("   goal: >= 20x member throughput at P = 64 on a GPU")
-        parts = epoch_breakdown(base, task, 64)
-        total = parts["train"] + parts["eval"]
-        print(f"2. one epoch of a population of 64 ({parts['iters']} iterations): {total:.1f} s = iterations {parts['train']:.1f} s "
-              f"({100 * parts['train'] / total:.0f} %) + 64 evaluations {parts['eval']:.1f} s ({100 * parts['eval'] / total:.0f} %), "
-              f"of which DEV's domain classifiers {parts['dev']:.1f} s ({100 * parts['dev'] / total:.0f} % of the epoch)", flush=True)
-        if not args.skip_screen:
+              f"{base.batch_size}; epochs {base.epochs} of {base.iters_per_epoch or 'all'} iterations, pretraining {base.pretrain_epochs} epochs",
+              flush=True)
+        if 1 in args.sections:
+            print("1. member-iterations/s (one SSOT iteration of every member on the same batch, one stack):")
+            for row in throughput(base, task, args.sizes, args.iters, args.max_memory_gb, args.device):
+                if "note" in row:
+                    print(f"   P = {row['size']:4d}: {row['note']}")
+                else:
+                    print(f"   P = {row['size']:4d}: {row['member_rate']:,.1f} member-it/s vs the single-trial trainer's "
+                          f"{row['single_rate']:,.1f} it/s alongside: {row['member_rate'] / row['single_rate']:.1f}x "
+                          f"({row['member_rate'] / row['size']:,.2f} population it/s)", flush=True)
+            print(f"   goal: >= 20x member throughput at P = 64 on a GPU; {load()}")
+        if 2 in args.sections:
+            n = args.screen_configs
+            parts = epoch_breakdown(base, task, n)
+            total = parts["epoch"]
+            print(f"2. one epoch of a population of {n} ({parts['iters']} iterations) as one stack, one thread: {total:.2f} s")
+            for name in [*PARTS, "checkpoint", "report entries"]:
+                print(f"   {name:28s} {parts[name]:7.2f} s  {100 * parts[name] / total:5.1f} %")
+            print(f"   the same epoch with the population's {parts['workers']:g} worker process(es), one thread each: "
+                  f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); {load()}", flush=True)
+        if 3 in args.sections:
             n = args.screen_configs
             r = screen(args.task, cache, n, args, args.device)
-            print(f"3. screen of {n} configs ({args.task}, epochs {base.epochs}, iterations/epoch {args.iters_per_epoch or 'all'}, "
-                  f"pretraining {base.pretrain_epochs} epochs, no early stopping; same configs: {r['same_configs']}):")
-            print(f"   --population {args.population_size or n}: {r['population']:.1f} s wall | one Ray trial per config: {r['trials']:.1f} s wall | "
-                  f"ratio {r['trials'] / r['population']:.2f}x", flush=True)
-            print("   goals: >= 3x on 2 CPU cores; <= 30 s for an Office-31-sized 64-config screen on one H100")
+            print(f"3. screen of {n} configs ({args.task}, no early stopping; same configs: {r['same_configs']}; "
+                  f"completed {r['population_completed']} and {r['trials_completed']}):")
+            print(f"   --population {args.population_size or n}: {r['population_division']}, num_threads {r['population_threads']}: "
+                  f"{r['population']:.1f} s wall ({r['population_load']})")
+            print(f"   one Ray trial per config: {r['trials_division']}, num_threads {r['trials_threads']}: {r['trials']:.1f} s wall "
+                  f"({r['trials_load']})")
+            print(f"   ratio (trials / population): {r['trials'] / r['population']:.2f}x", flush=True)
+            print("   goals: >= 1.2x for 16 P2H configs on 2 CPU cores; <= 30 s for an Office-31-sized 64-config screen on one H100")
     return 0
 
 

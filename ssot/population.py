@@ -51,7 +51,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ssot import evaluation, method
+from ssot import evaluation, method, shards
 from ssot.config import SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import ConfigError, DivergedError
@@ -116,9 +116,171 @@ class Member:
         return self.record["epochs"]
 
 
+class Stack:
+    """Members of a population stacked in one process: the :class:`ssot.method.Members` of
+    :func:`ssot.method.step` and :func:`ssot.method.train_epoch` (P members on the shared batches
+    of ``host``), their evaluation, their compaction, their states one member at a time.
+
+    Parameters
+    ----------
+    host : the trainer whose data, batches and evaluation sets the members share.
+    indices : the members' indices in the population, in stack order.
+    configs : their configs.
+    states : their states (:meth:`states`; :func:`initial_state` for a member that starts).
+    """
+
+    def __init__(self, host: Trainer, indices: Sequence[int], configs: Sequence[SSOTConfig], states: Sequence[dict[str, Any]]):
+        self.host, self.config, self.task, self.device = host, host.config, host.task, host.device
+        self.indices, self.configs = list(indices), list(configs)
+        dev, n = self.device, len(self.indices)
+        self.head = Head([torch.stack([s["head"][i] for s in states]).to(dev).requires_grad_(True)
+                          for i in range(len(states[0]["head"]))])
+        widths = [c.potential_width for c in self.configs]
+        groups = {w: [torch.stack([s["g"][i] for s, v in zip(states, widths) if v == w]).to(dev).requires_grad_(True)
+                      for i in range(4)] for w in sorted(set(widths))}
+        potentials = Potentials(groups, torch.tensor(widths, dtype=torch.long, device=dev))
+        values = {name: torch.tensor([getattr(c, name) for c in self.configs], device=dev) for name in ("lambda_ot", "lambda_ent", "eps")}
+        self.lambda_ot, self.lambda_ent, self.eps = values["lambda_ot"], values["lambda_ent"], values["eps"]
+        self.p_t = torch.stack([s["p_t"] for s in states]).to(dev)
+        self.m = torch.stack([s["m"] for s in states]).to(dev)
+        lr, lr_g = (torch.tensor([getattr(c, k) for c in self.configs], dtype=torch.float64) for k in ("lr", "lr_g"))
+        self.opt_fe = StackedAdam(self.head.params, [lr] * len(self.head.params), weight_decay=self.config.weight_decay)
+        self.opt_fe.load_state_dict(self._adam_state(states, "head", [lr] * len(self.head.params)))
+        rows = {w: [p for p in range(n) if widths[p] == w] for w in groups}
+        self.opt_g = StackedAdam(potentials.parameters(), [lr_g[rows[w]] for w in groups for _ in range(4)])
+        self.opt_g.load_state_dict(self._adam_state(states, "g", self.opt_g.lrs, rows))
+        self.solver = NetSolver(potentials, self.opt_g, self.eps, self.config.g_steps)
+        self.ended: dict[int, str] = {}  # member index -> divergence reason, since the last epoch began
+
+    @staticmethod
+    def _adam_state(states: Sequence[dict[str, Any]], part: str, lrs: list[Tensor],
+                    rows: dict[int, list[int]] | None = None) -> dict[str, Any]:
+        """A :class:`StackedAdam` state stacked from the members' (``rows``: the width groups' members)."""
+        groups = [(rows[w], 4) for w in rows] if rows else [(list(range(len(states))), len(states[0][part]))]
+        out: dict[str, Any] = {"lrs": lrs}
+        for key in ("exp_avg", "exp_avg_sq"):
+            out[key] = [torch.stack([states[p][f"{part}_adam"][key][i] for p in members]) for members, count in groups for i in range(count)]
+        steps = {s[f"{part}_adam"]["steps"] for s in states}
+        assert len(steps) == 1, "the members of a stack have taken the same steps"
+        out["steps"] = steps.pop()
+        return out
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        """Each member's state (detached tensors, on the CPU), by member index: what a stack of any
+        composition is built from (:class:`Stack`), and a checkpoint holds."""
+        widths = [c.potential_width for c in self.configs]
+        offset, group_of = 0, {}
+        for w, params in self.potentials.groups.items():
+            group_of[w], offset = offset, offset + len(params)
+        out = {}
+        for p, index in enumerate(self.indices):
+            w = widths[p]
+            row = widths[:p].count(w)
+            g = [self.opt_g.params[group_of[w] + i] for i in range(4)]
+            out[index] = {
+                "head": [t[p].detach().cpu().clone() for t in self.head.params],
+                "head_adam": {key: [t[p].cpu().clone() for t in getattr(self.opt_fe, key)] for key in ("exp_avg", "exp_avg_sq")}
+                | {"steps": self.opt_fe.steps},
+                "g": [t[row].detach().cpu().clone() for t in g],
+                "g_adam": {key: [getattr(self.opt_g, key)[group_of[w] + i][row].cpu().clone() for i in range(4)]
+                           for key in ("exp_avg", "exp_avg_sq")} | {"steps": self.opt_g.steps},
+                "p_t": self.p_t[p].cpu().clone(), "m": self.m[p].cpu().clone()}
+        return out
+
+    # ------------------------------------------------------------------ ssot.method.Members
+    @property
+    def potentials(self) -> Potentials:
+        return self.solver.g
+
+    @property
+    def class_weights(self) -> Tensor:
+        return self.m
+
+    def forward_stack(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Every member's features ``[P, n, d]`` and logits ``[P, n, K]`` of the shared inputs ``x``."""
+        return self.head(x)
+
+    @contextlib.contextmanager
+    def evaluating(self) -> Iterator[None]:
+        yield  # stacked linear layers and ReLUs: nothing differs in evaluation
+
+    def eval_batches(self, ds: Any) -> Iterator[tuple[Tensor, Tensor]]:
+        return self.host.eval_batches(ds)
+
+    def step(self, xs: Tensor, ys: Tensor, xt: Tensor, ids: Tensor | None = None) -> Tensor:
+        """One alternating iteration of every member (:func:`ssot.method.step`); returns the losses
+        ``[P, len(LOSSES)]`` (columns :data:`ssot.method.LOSSES`)."""
+        return method.step(self, xs, ys, xt, ids)
+
+    def diverged(self, reasons: dict[int, str]) -> None:
+        """The members at these stack positions diverged: they leave the stack."""
+        self.ended.update({self.indices[p]: reason for p, reason in reasons.items()})
+        self.keep([index for p, index in enumerate(self.indices) if p not in reasons])
+
+    def _set_class_weights(self, p_t: Tensor) -> None:
+        self.p_t, self.m = p_t, method.class_weights(self.config, p_t, self.host.p_s)
+
+    def _refresh_class_weights(self) -> None:
+        """``pt_refresh``: every member's ``p_t`` and ``m`` from a pass over the target set."""
+        self._set_class_weights(evaluation.collect_stack(self, self.task.target_eval).probs.mean(1))
+
+    # ------------------------------------------------------------------ an epoch
+    def adapt_epoch(self, epoch: int) -> dict[int, dict[str, Any]]:
+        """Adaptation epoch ``epoch`` of every member (:func:`ssot.method.train_epoch`) and their
+        evaluation (:func:`ssot.evaluation.evaluate`). Returns, by member index, ``{"epoch": metrics,
+        "target_pred": predictions}`` or ``{"diverged": reason}``, and the seconds of both phases
+        under ``"timing"``."""
+        self.ended = {}
+        start = time.perf_counter()
+        src, tgt = self.host.epoch_batches(epoch)
+        n_iter = self.host.iterations_per_epoch()
+        losses = method.train_epoch(self, zip(src, tgt), range(n_iter), n_iter, epoch, refresh=self._refresh_class_weights)
+        train_s = time.perf_counter() - start
+        out: dict[int, dict[str, Any]] = {index: {"diverged": reason} for index, reason in self.ended.items()}
+        if self.indices:
+            metrics, p_t, predictions = evaluation.evaluate(self, self.host.source_eval_subset)
+            self._set_class_weights(p_t)
+            for p, index in enumerate(self.indices):
+                out[index] = {"epoch": {"epoch": epoch, **losses[p], **metrics[p], "class_weights": self.m[p].tolist()},
+                              "target_pred": predictions[p]}
+        return {**out, "timing": {"train_s": train_s, "eval_s": time.perf_counter() - start - train_s}}  # type: ignore[dict-item]
+
+    def keep(self, indices: Sequence[int]) -> None:
+        """Keep the members ``indices`` (in stack order): networks, optimiser states, per-member values."""
+        positions = [p for p, index in enumerate(self.indices) if index in set(indices)]
+        if positions == list(range(len(self.indices))):
+            return
+        index = torch.tensor(positions, dtype=torch.long, device=self.device)
+        self.head.select(index)
+        self.opt_fe.select(self.head.params, [index] * len(self.head.params))
+        rows = self.potentials.select(index)
+        self.opt_g.select(self.potentials.parameters(), rows)
+        for name in STACKED_VALUES:
+            setattr(self, name, getattr(self, name)[index])
+        self.solver.eps = self.eps
+        self.indices = [self.indices[p] for p in positions]
+        self.configs = [self.configs[p] for p in positions]
+
+
+def initial_state(config: SSOTConfig, host: Trainer) -> dict[str, Any]:
+    """The state a member starts adaptation from: the host's pretrained bottleneck and classifier,
+    the potential an independent run of its config initialises (seed, then
+    :func:`ssot.models.build_models`), zero Adam moments, the host's ``p_t`` and ``m``."""
+    layers = [m for m in host.f.bottleneck if isinstance(m, nn.Linear)] + [host.eta]
+    head = [t.detach().cpu().clone() for layer in layers for t in (layer.weight, layer.bias)]
+    seed_everything(config.seed)
+    net = build_models(config, host.task.num_classes, host.task.input_shape[0])[2].net
+    g = [t.detach().cpu().clone() for layer in (net[0], net[2]) for t in (layer.weight, layer.bias)]
+    return {"head": head, "head_adam": _zero_moments(head), "g": g, "g_adam": _zero_moments(g),
+            "p_t": host.p_t.cpu().clone(), "m": host.m.cpu().clone()}
+
+
+def _zero_moments(params: list[Tensor]) -> dict[str, Any]:
+    return {"exp_avg": [torch.zeros_like(t) for t in params], "exp_avg_sq": [torch.zeros_like(t) for t in params], "steps": 0}
+
+
 class Population:
-    """P configs of one task trained at once (module docstring); the :class:`ssot.method.Members`
-    of :func:`ssot.method.step` while it trains a stack.
+    """P configs of one task trained at once (module docstring).
 
     Parameters
     ----------
@@ -128,10 +290,13 @@ class Population:
         go on (:func:`ssot.results.trials.asha_rungs`); ``()``: no early stopping.
     reduction_factor : ASHA's reduction factor.
     metric : the metric members are ranked by at a rung (:mod:`ssot.results.metrics`).
+    workers : processes that train the members on a CPU, each a stack of about ``P / workers``
+        members with one torch thread (:mod:`ssot.shards`); default: the config's ``num_threads``
+        (the trial's CPUs), at most one per member; always 1 on a GPU.
     """
 
     def __init__(self, configs: Sequence[SSOTConfig], task: TaskData | None = None, *, rungs: Sequence[int] = (),
-                 reduction_factor: int = 3, metric: str = "target_acc"):
+                 reduction_factor: int = 3, metric: str = "target_acc", workers: int | None = None):
         check_members(configs)
         self.configs = list(configs)
         self.rungs, self.reduction_factor = tuple(int(r) for r in rungs), int(reduction_factor)
@@ -146,6 +311,11 @@ class Population:
         self.timing = {"pretrain_s": 0.0, "train_s": 0.0, "eval_s": 0.0}
         #: A population of one is its host trainer's run (no stack): any config a Trainer accepts.
         self.single = len(self.configs) == 1
+        self.workers = 1 if self.single else shards.workers_for(self.config, self.device, len(self.configs), workers)
+        self.stacks: list[Any] = []  # the Stack of this process first, then the workers' (RemoteStack)
+        self.remote = [RemoteStack(task, self.config) for _ in range(self.workers - 1)]  # started now: they load while we pretrain
+        if self.workers > 1:
+            torch.set_num_threads(1)  # this process trains one of the stacks
 
     # ------------------------------------------------------------------ set-up
     @property
@@ -163,6 +333,7 @@ class Population:
             for member in self.members:
                 member.record = {**self._record_base(member.config), "status": DIVERGED, "reason": exc.reason}
             self.pretrained = True
+            self.close()
             return
         finally:
             self.timing["pretrain_s"] += time.perf_counter() - start
@@ -173,98 +344,39 @@ class Population:
             return
         for member in self.members:
             member.record = self._record_base(member.config)
-        self._build_stack()
+        self._distribute({m.index: initial_state(m.config, self.host) for m in self.members})
 
     def _record_base(self, config: SSOTConfig) -> dict[str, Any]:
         base = {k: copy.deepcopy(v) for k, v in self.host.record.items() if k not in ("config", "epochs", "target_pred")}
         return {**base, "config": config.to_dict(), "epochs": [], "status": RUNNING, "reason": None}
 
-    def _build_stack(self) -> None:
-        """Every member's starting networks as stacks: the host's pretrained bottleneck and
-        classifier, and the potential an independent run of its config starts from."""
-        P, dev, host = len(self.members), self.device, self.host
-        layers = [m for m in host.f.bottleneck if isinstance(m, nn.Linear)] + [host.eta]
-        self.head = Head.of([layers] * P, dev)
-        K, input_dim = self.task.num_classes, self.task.input_shape[0]
-        nets: dict[int, nn.Sequential] = {}
-        for cfg in self.configs:
-            if cfg.potential_width not in nets:  # the same start for every member of a width
-                seed_everything(cfg.seed)
-                nets[cfg.potential_width] = build_models(cfg, K, input_dim)[2].net
-        potentials = Potentials.of([nets[cfg.potential_width] for cfg in self.configs], dev)
-        values = {name: torch.tensor([getattr(c, name) for c in self.configs], device=dev) for name in ("lambda_ot", "lambda_ent", "eps")}
-        self.lambda_ot, self.lambda_ent, self.eps = values["lambda_ot"], values["lambda_ent"], values["eps"]
-        self.p_t, self.m = host.p_t[None].repeat(P, 1), host.m[None].repeat(P, 1)
-        self._optimisers(potentials)
+    def _distribute(self, states: dict[int, dict[str, Any]]) -> None:
+        """Stack the running members from their states, in contiguous groups: the first in this
+        process, the others in the worker processes (as many as have members)."""
+        groups = [list(part) for part in shards.split(self.alive, 1 + len(self.remote))]
+        self.stacks = []
+        for k, group in enumerate(groups):
+            target = self.remote[k - 1] if k else None
+            if target is None:
+                self.stacks.append(Stack(self.host, group, [self.configs[i] for i in group], [states[i] for i in group]))
+            else:
+                target.build(group, [self.configs[i].to_dict() for i in group], [states[i] for i in group])
+                self.stacks.append(target)
 
-    def _optimisers(self, potentials: Potentials, state: dict[str, Any] | None = None) -> None:
-        """The members' Adams (one learning rate per member) and the ``net`` solver on the stack."""
-        lr, lr_g = (torch.tensor([getattr(c, k) for c in self.configs], dtype=torch.float64) for k in ("lr", "lr_g"))
-        self.opt_fe = StackedAdam(self.head.params, state["opt_fe"]["lrs"] if state else [lr] * len(self.head.params),
-                                  weight_decay=self.config.weight_decay)
-        self.opt_g = StackedAdam(potentials.parameters(), state["opt_g"]["lrs"] if state else
-                                 [lr_g[potentials.positions[w].cpu()] for w, ps in potentials.groups.items() for _ in ps])
-        if state:
-            self.opt_fe.load_state_dict(state["opt_fe"])
-            self.opt_g.load_state_dict(state["opt_g"])
-        self.solver = NetSolver(potentials, self.opt_g, self.eps, self.config.g_steps)
-
-    @property
-    def potentials(self) -> Potentials:
-        return self.solver.g
-
-    # ------------------------------------------------------------------ the stack as ssot.method.Members
-    @property
-    def class_weights(self) -> Tensor:
-        return self.m
-
-    def forward_stack(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Every running member's features ``[P, n, d]`` and logits ``[P, n, K]`` of the shared inputs ``x``."""
-        return self.head(x)
-
-    @contextlib.contextmanager
-    def evaluating(self) -> Iterator[None]:
-        yield  # stacked linear layers and ReLUs: nothing differs in evaluation
-
-    def eval_batches(self, ds: Any) -> Iterator[tuple[Tensor, Tensor]]:
-        return self.host.eval_batches(ds)
+    def _states(self) -> dict[int, dict[str, Any]]:
+        found: dict[int, dict[str, Any]] = {}
+        for stack in self.stacks:
+            found.update(stack.states())
+        return found
 
     def step(self, xs: Tensor, ys: Tensor, xt: Tensor, ids: Tensor | None = None) -> Tensor:
-        """One alternating iteration of every running member (:func:`ssot.method.step`); returns
-        the losses ``[P, len(LOSSES)]`` (columns :data:`ssot.method.LOSSES`)."""
-        return method.step(self, xs, ys, xt, ids)
+        """One alternating iteration of the members stacked in this process (every member with
+        one worker); the losses ``[P, len(LOSSES)]``."""
+        return self.stacks[0].step(xs, ys, xt, ids)
 
-    def diverged(self, reasons: dict[int, str]) -> None:
-        """End the members at these stack positions as diverged; they leave the stack."""
-        for position, reason in reasons.items():
-            self._end(position, DIVERGED, reason)
-        self._keep([p for p in range(len(self.alive)) if p not in reasons])
-
-    def _set_class_weights(self, p_t: Tensor) -> None:
-        self.p_t, self.m = p_t, method.class_weights(self.config, p_t, self.host.p_s)
-
-    def _refresh_class_weights(self) -> None:
-        """``pt_refresh``: every member's ``p_t`` and ``m`` from a pass over the target set."""
-        self._set_class_weights(evaluation.collect_stack(self, self.task.target_eval).probs.mean(1))
-
-    # ------------------------------------------------------------------ the stack's members
-    def _keep(self, positions: list[int]) -> None:
-        """Keep the members at stack ``positions`` (parameters, optimiser states, per-member values)."""
-        if positions == list(range(len(self.alive))):
-            return
-        assert positions == sorted(positions), "stack positions are kept in order"
-        index = torch.tensor(positions, dtype=torch.long, device=self.device)
-        self.head.select(index)
-        self.opt_fe.select(self.head.params, [index] * len(self.head.params))
-        rows = self.potentials.select(index)
-        self.opt_g.select(self.potentials.parameters(), rows)
-        for name in STACKED_VALUES:
-            setattr(self, name, getattr(self, name)[index])
-        self.solver.eps = self.eps
-        self.alive = [self.alive[p] for p in positions]
-
-    def _end(self, position: int, status: str, reason: str | None = None) -> None:
-        record = self.members[self.alive[position]].record
+    # ------------------------------------------------------------------ the members' ends
+    def _end(self, index: int, status: str, reason: str | None = None) -> None:
+        record = self.members[index].record
         record["status"], record["reason"] = status, reason
 
     def _rank_value(self, member: Member) -> float:
@@ -274,50 +386,55 @@ class Population:
         return -value if self.metric.direction == "max" else value
 
     def _rung(self) -> list[int]:
-        """At a rung: the stack positions that go on (the top ``ceil(n / rf)``)."""
-        ranked = sorted(range(len(self.alive)), key=lambda p: (self._rank_value(self.members[self.alive[p]]), self.alive[p]))
-        keep = sorted(ranked[:max(1, math.ceil(len(ranked) / self.reduction_factor))])
-        for p in set(ranked) - set(keep):
-            self._end(p, EARLY_STOPPED)
-        return keep
+        """At a rung: the members that go on (the top ``ceil(n / rf)``); the others end early-stopped."""
+        ranked = sorted(self.alive, key=lambda i: (self._rank_value(self.members[i]), i))
+        keep = set(ranked[:max(1, math.ceil(len(ranked) / self.reduction_factor))])
+        for index in set(ranked) - keep:
+            self._end(index, EARLY_STOPPED)
+        return [i for i in self.alive if i in keep]
 
     # ------------------------------------------------------------------ epochs
     def adapt_epoch(self) -> list[Member]:
-        """One adaptation epoch of every running member (:func:`ssot.method.train_epoch`), then their
-        evaluation (:func:`ssot.evaluation.evaluate`), the ends of this epoch (completed,
-        early-stopped at a rung, diverged); returns the members that recorded this epoch or ended in it."""
+        """One adaptation epoch of every running member, each stack in its process at the same
+        time (:meth:`Stack.adapt_epoch`), then the ends of this epoch (completed, early-stopped at
+        a rung, diverged); returns the members that recorded this epoch or ended in it."""
         if not self.pretrained:
             raise RuntimeError("adapt_epoch() before pretrain()")
         if self.single:
             return self._adapt_single()
-        cfg = self.config
         self.epoch += 1
         start = time.perf_counter()
         touched = list(self.alive)
-        src, tgt = self.host.epoch_batches(self.epoch)
-        n_iter = self.host.iterations_per_epoch()
-        losses = method.train_epoch(self, zip(src, tgt), range(n_iter), n_iter, self.epoch, refresh=self._refresh_class_weights)
-        train_s = time.perf_counter() - start
-        eval_start = time.perf_counter()
-        if self.alive:
-            metrics, p_t, predictions = evaluation.evaluate(self, self.host.source_eval_subset)
-            self._set_class_weights(p_t)
-            for position, index in enumerate(self.alive):
-                self.members[index].record["target_pred"] = predictions[position]
-                self.members[index].epochs.append({"epoch": self.epoch, **losses[position], **metrics[position],
-                                                   "class_weights": self.m[position].tolist()})
-        eval_s = time.perf_counter() - eval_start
-        self.timing["train_s"] += train_s
-        self.timing["eval_s"] += eval_s
-        share = (train_s + eval_s) / max(1, len(touched))  # a member's share of the epoch's wall time
-        for index in self.alive:
-            self.members[index].epochs[-1]["time_s"] = share
-        if self.epoch >= cfg.epochs:
-            for p in range(len(self.alive)):
-                self._end(p, COMPLETED)
-            self._keep([])
+        for stack in self.stacks[1:]:
+            stack.start_epoch(self.epoch)
+        results = [self.stacks[0].adapt_epoch(self.epoch)] + [stack.finish_epoch() for stack in self.stacks[1:]]
+        wall = time.perf_counter() - start
+        for key in ("train_s", "eval_s"):  # the slowest stack's phases
+            self.timing[key] += max(r["timing"][key] for r in results)
+        share = wall / max(1, len(touched))  # a member's share of the epoch's wall time
+        for result in results:
+            for index, outcome in result.items():
+                if index == "timing":
+                    continue
+                if "diverged" in outcome:
+                    self._end(index, DIVERGED, outcome["diverged"])
+                else:
+                    self.members[index].record["target_pred"] = outcome["target_pred"]
+                    self.members[index].epochs.append({**outcome["epoch"], "time_s": share})
+        self.alive = [i for i in self.alive if self.members[i].status == RUNNING]
+        if self.epoch >= self.config.epochs:
+            for index in self.alive:
+                self._end(index, COMPLETED)
+            self.alive = []
         elif self.epoch in self.rungs and len(self.alive) > 1:
-            self._keep(self._rung())
+            self.alive = self._rung()
+            if len(self.stacks) > 1:  # the survivors spread over the workers again
+                self._distribute({i: s for i, s in self._states().items() if i in set(self.alive)})
+        if self.alive:
+            for stack in self.stacks:
+                stack.keep(self.alive)
+        else:
+            self.close()
         return [self.members[i] for i in touched]
 
     def _adapt_single(self) -> list[Member]:
@@ -339,28 +456,35 @@ class Population:
 
     def fit(self, on_epoch: Callable[[list[Member]], None] | None = None, pretrain: PretrainFn | None = None) -> list[dict[str, Any]]:
         """Pretrain (unless restored past it), train every member to its end; the members' run records."""
-        if not self.pretrained:
-            self.pretrain(pretrain)
-        while self.alive:
-            touched = self.adapt_epoch()
-            if on_epoch is not None:
-                on_epoch(touched)
+        try:
+            if not self.pretrained:
+                self.pretrain(pretrain)
+            while self.alive:
+                touched = self.adapt_epoch()
+                if on_epoch is not None:
+                    on_epoch(touched)
+        finally:
+            self.close()
         return [m.record for m in self.members]
+
+    def close(self) -> None:
+        """End the worker processes (once every member has ended, or when pretraining diverged)."""
+        for remote in self.remote:
+            remote.close()
+        self.remote, self.stacks = [], [s for s in self.stacks if isinstance(s, Stack)]
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly at an epoch boundary (every member)."""
+        """Everything needed to continue exactly at an epoch boundary: the records and every running
+        member's state (:meth:`Stack.states`: one member at a time, so a checkpoint resumes with any
+        number of workers). Tensors and plain types only."""
         state: dict[str, Any] = {"epoch": self.epoch, "pretrained": self.pretrained, "alive": list(self.alive),
                                  "records": [m.record for m in self.members], "timing": dict(self.timing)}
         if self.single:
             state["trainer"] = self.host.state_dict() if self.pretrained and self.epoch else None
-            return state
-        if self.alive:
-            potentials = self.potentials
-            state.update(fe=[t.detach() for t in self.head.params], widths=potentials.widths,
-                         g={w: [t.detach() for t in ps] for w, ps in potentials.groups.items()},
-                         opt_fe=self.opt_fe.state_dict(), opt_g=self.opt_g.state_dict(),
-                         **{name: getattr(self, name) for name in STACKED_VALUES})
+        elif self.alive:
+            states = self._states()
+            state["members"] = {str(i): states[i] for i in self.alive}
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -372,12 +496,61 @@ class Population:
             if state.get("trainer") is not None:
                 self.host.load_state_dict(state["trainer"])
             self.host.record = self.members[0].record  # the member's record is the host's run record
-            return
-        if not self.alive:
-            return
-        dev = self.device
-        self.head = Head([t.to(dev).requires_grad_(True) for t in state["fe"]])
-        groups = {int(w): [t.to(dev).requires_grad_(True) for t in ps] for w, ps in state["g"].items()}
-        for name in STACKED_VALUES:
-            setattr(self, name, state[name].to(dev))
-        self._optimisers(Potentials(groups, state["widths"].to(dev)), state)
+        elif self.alive:
+            self._distribute({int(i): s for i, s in state["members"].items()})
+        else:
+            self.close()
+
+
+class RemoteStack:
+    """A :class:`Stack` in a worker process (:class:`ssot.shards.Shard` running :func:`serve_stack`),
+    with the methods of a :class:`Stack` a population calls."""
+
+    def __init__(self, task: TaskData, config: SSOTConfig):
+        self.shard = shards.Shard("ssot.population:serve_stack", {"task": task, "config": config.to_dict()})
+
+    def build(self, indices: list[int], configs: list[dict[str, Any]], states: list[dict[str, Any]]) -> None:
+        self.shard.call("build", (indices, configs, states))
+
+    def start_epoch(self, epoch: int) -> None:
+        self.shard.start("epoch", epoch)
+
+    def finish_epoch(self) -> dict[Any, Any]:
+        return self.shard.finish()
+
+    def keep(self, indices: Sequence[int]) -> None:
+        self.shard.call("keep", list(indices))
+
+    def states(self) -> dict[int, dict[str, Any]]:
+        return self.shard.call("states")
+
+    def close(self) -> None:
+        self.shard.close()
+
+
+def serve_stack(fd: int) -> None:
+    """A worker process of a population (:class:`RemoteStack`): one :class:`Stack` of its members,
+    one torch thread, the task data and shared config fields its population sent."""
+    shards.serve(fd, _stack_handler)
+
+
+def _stack_handler(setup: dict[str, Any]) -> shards.Handler:
+    torch.set_num_threads(1)
+    host = Trainer(SSOTConfig.from_dict({**setup["config"], "num_threads": 1}), setup["task"])
+    held: dict[str, Stack] = {}
+
+    def handle(name: str, payload: Any) -> Any:
+        if name == "build":
+            indices, configs, states = payload
+            held["stack"] = Stack(host, indices, [SSOTConfig.from_dict(c) for c in configs], states)
+            return None
+        stack = held["stack"]
+        if name == "epoch":
+            return stack.adapt_epoch(payload)
+        if name == "keep":
+            return stack.keep(payload)
+        if name == "states":
+            return stack.states()
+        raise ValueError(f"unknown operation {name!r}")
+
+    return handle

@@ -161,6 +161,17 @@ def mermaid() -> str:
     return "\n".join([*lines, "```"])
 
 
+def method_mermaid() -> str:
+    """The second diagram of docs/architecture.md: the modules of the ``ssot (method)`` box and the
+    imports between them (where the one step, :mod:`ssot.method`, sits)."""
+    inside = {m for m in modules() if component(m) == "ssot (method)" and m != "ssot"}
+    edges = sorted((a, b) for a, targets in graph(include_typing=False).items() if a in inside for b in targets if b in inside)
+    lines = ["```mermaid", "graph TD"]
+    for a, b in edges:
+        lines.append(f'    {a.replace(".", "_")}["{a}"] --> {b.replace(".", "_")}["{b}"]')
+    return "\n".join([*lines, "```"])
+
+
 # ------------------------------------------------------------------------------------ the tests
 def test_no_import_cycle_between_modules():
     assert cycles(graph(include_typing=False)) == []
@@ -193,3 +204,8 @@ def test_no_private_name_is_imported_from_another_module():
 def test_the_diagram_of_the_architecture_document_is_the_import_graph():
     text = (REPO / "docs" / "architecture.md").read_text()
     assert mermaid() in text, "regenerate the diagram: python -c 'import tests.test_architecture as t; print(t.mermaid())'"
+
+
+def test_the_method_diagram_of_the_architecture_document_is_the_import_graph():
+    text = (REPO / "docs" / "architecture.md").read_text()
+    assert method_mermaid() in text, "regenerate it: python -c 'import tests.test_architecture as t; print(t.method_mermaid())'"

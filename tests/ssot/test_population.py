@@ -205,3 +205,28 @@ def test_the_other_shared_options_are_reproduced_too(digits_cache, task):
     flat = configs(digits_cache, members=MEMBERS[:2], epochs=1, bottleneck_dims=(), use_class_weights=False, use_mask=False)
     for cfg, record in zip(flat, Population(flat, task).fit()):
         assert_same_epochs(record["epochs"], independent(cfg, task)["epochs"])
+
+
+def test_two_workers_train_each_member_as_its_independent_run_and_resume_with_one(digits_cache, task):
+    """On two CPUs a population trains two stacks at once, the second in a worker process
+    (ssot/shards.py); the members are still their independent runs (within float tolerance), the
+    rung spreads the survivors again, and a checkpoint resumes with any number of workers."""
+    cfgs = configs(digits_cache, members=MEMBERS[:3], epochs=3, iters_per_epoch=4)
+    population = Population(cfgs, task, workers=2, rungs=(2,), reduction_factor=2)
+    population.pretrain()
+    population.adapt_epoch()
+    assert population.workers == 2 and [s.__class__.__name__ for s in population.stacks] == ["Stack", "RemoteStack"]
+    buffer = io.BytesIO()
+    torch.save(population.state_dict(), buffer)
+    records = population.fit()
+    assert population.remote == []  # the worker ended with the population
+    for cfg, record in zip(cfgs, records):
+        run = independent(cfg, task)
+        assert_same_epochs(record["epochs"], run["epochs"][:len(record["epochs"])])
+    assert sorted(r["status"] for r in records) == ["completed", "completed", "early-stopped"]
+    buffer.seek(0)
+    resumed = Population(cfgs, task, workers=1, rungs=(2,), reduction_factor=2)
+    resumed.load_state_dict(torch.load(buffer, weights_only=True))
+    for mine, theirs in zip(resumed.fit(), records):
+        assert mine["status"] == theirs["status"]
+        assert_same_epochs(mine["epochs"], theirs["epochs"])

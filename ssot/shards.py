@@ -1,0 +1,146 @@
+"""Worker processes of a population: how a population uses every CPU of its slot.
+
+On a CPU, a population trial is given several CPUs (``tune/cluster.py``'s share: one population
+on a 2-core machine gets both). Torch's intra-op threads do not use them well here: the stacked
+products of a small network are short, and on a shared machine every one of them waits at a
+barrier for a thread the scheduler has parked (measured: two threads made a population epoch
+several times slower under load, docs/screening.md). So a population of P members on ``W`` CPUs
+trains ``W`` stacks of about ``P / W`` members at once, one torch thread each: the first in its
+own process, the others in worker processes (:class:`Shard`), each stack training and evaluating
+its members (the validators included) on the same batches. The population ranks the members at
+its rungs, spreads the survivors over the workers again, and checkpoints every member's state
+one member at a time (:meth:`ssot.population.Stack.states`), so a checkpoint resumes with any
+number of workers.
+
+A worker is ``python -c`` running a function of the population's choosing (``entry``, e.g.
+``ssot.population:serve_stack``) with one end of a socket pair. Messages are ``torch.save`` bytes
+of tensors and plain values, read back with ``weights_only=True``; only the first, the task data
+from this process, is unpickled in full (it comes from the parent, over a socket nobody else
+holds). A worker ends when it is told to (:meth:`Shard.close`) or when the population's process
+ends (its socket closes); an error in a worker is raised in the population's process with the
+worker's traceback.
+"""
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import torch
+
+Handler = Callable[[str, Any], Any]
+
+
+def workers_for(config: Any, device: torch.device, members: int, workers: int | None = None) -> int:
+    """How many processes train a population of ``members``: ``workers`` when given, else on a
+    CPU the config's ``num_threads`` (the trial's CPUs; 0: torch's threads), at most one per
+    member; on a GPU one."""
+    if workers is None:
+        workers = (config.num_threads or torch.get_num_threads()) if device.type == "cpu" else 1
+    return max(1, min(int(workers), members))
+
+
+def split(items: Sequence[int], parts: int) -> list[list[int]]:
+    """``items`` in at most ``parts`` contiguous groups of near-equal sizes, none empty."""
+    size, extra = divmod(len(items), max(1, parts))
+    out, start = [], 0
+    for k in range(max(1, parts)):
+        end = start + size + (k < extra)
+        if end > start:
+            out.append(list(items[start:end]))
+        start = end
+    return out
+
+
+def _send(conn: Connection, message: Any) -> None:
+    buffer = io.BytesIO()
+    torch.save(message, buffer)
+    conn.send_bytes(buffer.getvalue())
+
+
+def _receive(conn: Connection, *, trusted: bool = False) -> Any:
+    return torch.load(io.BytesIO(conn.recv_bytes()), weights_only=not trusted)
+
+
+class WorkerError(RuntimeError):
+    """A worker process failed; the message holds its traceback."""
+
+
+class Shard:
+    """A worker process running ``entry`` (``"module:function"``, called with the socket's file
+    descriptor), given ``setup`` first (unpickled in full by the worker); then :meth:`call` and
+    :meth:`start`/:meth:`finish` send it operations (``(name, payload)``) to answer."""
+
+    def __init__(self, entry: str, setup: Any):
+        module, function = entry.split(":")
+        mine, theirs = socket.socketpair()
+        code = f"import sys; from {module} import {function}; {function}(int(sys.argv[1]))"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this process's imports
+        self.process = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env)
+        theirs.close()
+        self.conn = Connection(mine.detach())
+        self.pending = False
+        _send(self.conn, setup)
+
+    def start(self, name: str, payload: Any = None) -> None:
+        """Send operation ``name``; its answer is read by :meth:`finish` (the worker runs meanwhile)."""
+        _send(self.conn, (name, payload))
+        self.pending = True
+
+    def finish(self) -> Any:
+        """The answer to the operation :meth:`start` sent; a failure in the worker raises :class:`WorkerError`."""
+        self.pending = False
+        try:
+            answer = _receive(self.conn)
+        except EOFError:
+            raise WorkerError(f"a population's worker process ended (exit status {self.process.wait()}); its output says why") from None
+        if "error" in answer:
+            raise WorkerError(f"a population's worker process failed:\n{answer['error']}")
+        return answer["ok"]
+
+    def call(self, name: str, payload: Any = None) -> Any:
+        """Operation ``name`` and its answer."""
+        self.start(name, payload)
+        return self.finish()
+
+    def close(self) -> None:
+        """End the worker (told to; killed if it does not within 10 s)."""
+        if self.process.poll() is None:
+            try:
+                _send(self.conn, ("close", None))
+                self.process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        self.conn.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "process", None) is not None and self.process.poll() is None:
+            self.process.kill()
+
+
+def serve(fd: int, make: Callable[[Any], Handler]) -> None:
+    """A worker's loop: ``make(setup)`` gives the handler of every later operation; answers each
+    with its result or its traceback; returns on ``close`` or when the population's process ends."""
+    conn = Connection(fd)
+    try:
+        handle = make(_receive(conn, trusted=True))
+        while True:
+            name, payload = _receive(conn)
+            if name == "close":
+                return
+            try:
+                answer = {"ok": handle(name, payload)}
+            except Exception:
+                answer = {"error": traceback.format_exc()}
+            _send(conn, answer)
+    except EOFError:
+        return
+    finally:
+        conn.close()
