@@ -213,7 +213,10 @@ def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
 
 def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str) -> dict[str, Any]:
     """Section 3: the same ``n`` configs as populations of ``--population-size`` (default: one of
-    all ``n``) and as ``n`` Ray trials, each search dividing the machine its own way."""
+    all ``n``) and as ``n`` Ray trials, each search dividing the machine its own way; ``--rounds``
+    rounds, the order alternating (a shared machine's load drifts: each side sees both orders)."""
+    import statistics
+
     from tune.cluster import cpu_share
     from tune.experiment import run_search
     from tune.options import SearchOptions
@@ -222,25 +225,31 @@ def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str
     for key in ("epochs", "iters_per_epoch", "pretrain_epochs"):
         if getattr(args, key) is not None:
             base[key] = getattr(args, key)
-    out: dict[str, Any] = {}
+    sides = {"population": (args.population_size or n, 1.0 if device == "cuda" else 0.0),
+             "trials": (None, args.trial_gpus if device == "cuda" else 0.0)}
+    out: dict[str, Any] = {label: [] for label in sides}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, population, gpus in (("population", args.population_size or n, 1.0 if device == "cuda" else 0.0),
-                                        ("trials", None, args.trial_gpus if device == "cuda" else 0.0)):
-            options = SearchOptions(task=task, num_samples=n, search="random", base=dict(base), seed=0, early_stop=False,
-                                    storage_path=str(Path(tmp) / "runs"), name=label, verbose=0, population=population,
-                                    gpus_per_trial=gpus)
-            cpus, why = cpu_share(options, None, args.num_cpus)
-            out[f"{label}_division"] = f"{cpus:g} CPU(s) per trial ({why})"
-            start = time.perf_counter()
-            outcome = run_search(options, num_cpus=args.num_cpus)
-            out[label] = time.perf_counter() - start
-            out[f"{label}_load"] = load()
-            last = outcome.trials.sort_values("epoch").groupby("trial_id").tail(1)
-            out[f"{label}_configs"] = sorted(tuple(round(float(v), 12) for v in row)
-                                             for row in last[["lambda_ot", "lambda_ent", "eps", "potential_width"]].to_numpy())
-            out[f"{label}_completed"] = int((last["status"] == "completed").sum())
-            out[f"{label}_threads"] = outcome.best_config.num_threads if outcome.best_config else None
+        for round_ in range(args.rounds):
+            for label in (list(sides) if round_ % 2 == 0 else list(sides)[::-1]):
+                population, gpus = sides[label]
+                options = SearchOptions(task=task, num_samples=n, search="random", base=dict(base), seed=0, early_stop=False,
+                                        storage_path=str(Path(tmp) / "runs"), name=f"{label}-{round_}", verbose=0,
+                                        population=population, gpus_per_trial=gpus)
+                cpus, why = cpu_share(options, None, args.num_cpus)
+                out[f"{label}_division"] = f"{cpus:g} CPU(s) per trial ({why})"
+                before = load()
+                start = time.perf_counter()
+                outcome = run_search(options, num_cpus=args.num_cpus)
+                out[label].append(time.perf_counter() - start)
+                print(f"   round {round_ + 1}, {label}: {out[label][-1]:.1f} s wall ({before} before, {load()} after)", flush=True)
+                last = outcome.trials.sort_values("epoch").groupby("trial_id").tail(1)
+                out[f"{label}_configs"] = sorted(tuple(round(float(v), 12) for v in row)
+                                                 for row in last[["lambda_ot", "lambda_ent", "eps", "potential_width"]].to_numpy())
+                out[f"{label}_completed"] = int((last["status"] == "completed").sum())
+                out[f"{label}_threads"] = outcome.best_config.num_threads if outcome.best_config else None
     out["same_configs"] = out["population_configs"] == out["trials_configs"]
+    for label in sides:
+        out[f"{label}_median"] = statistics.median(out[label])
     return out
 
 
@@ -258,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, help="adaptation epochs (default: the task's; 2 on a CPU without --cache)")
     parser.add_argument("--iters-per-epoch", type=int, help="iterations per epoch (default: the task's; 10 on a CPU without --cache)")
     parser.add_argument("--pretrain-epochs", type=int, help="pretraining epochs on the cache (default: the task's; 1 on a CPU without --cache)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of section 3, the order alternating (default 1)")
     parser.add_argument("--trial-gpus", type=float, default=0.25, help="GPUs per trial of the one-config-per-trial search (section 3, GPU)")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default all)")
     parser.add_argument("--threads", type=int, help="torch threads of section 1 (default: torch's; 1 is steadier on a busy machine)")
@@ -305,14 +315,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); {load()}", flush=True)
         if 3 in args.sections:
             n = args.screen_configs
+            print(f"3. screen of {n} configs ({args.task}, no early stopping), {args.rounds} round(s), the order alternating:")
             r = screen(args.task, cache, n, args, args.device)
-            print(f"3. screen of {n} configs ({args.task}, no early stopping; same configs: {r['same_configs']}; "
-                  f"completed {r['population_completed']} and {r['trials_completed']}):")
+            print(f"   same configs: {r['same_configs']}; completed {r['population_completed']} and {r['trials_completed']}")
             print(f"   --population {args.population_size or n}: {r['population_division']}, num_threads {r['population_threads']}: "
-                  f"{r['population']:.1f} s wall ({r['population_load']})")
-            print(f"   one Ray trial per config: {r['trials_division']}, num_threads {r['trials_threads']}: {r['trials']:.1f} s wall "
-                  f"({r['trials_load']})")
-            print(f"   ratio (trials / population): {r['trials'] / r['population']:.2f}x", flush=True)
+                  f"median {r['population_median']:.1f} s wall")
+            print(f"   one Ray trial per config: {r['trials_division']}, num_threads {r['trials_threads']}: median {r['trials_median']:.1f} s wall")
+            print(f"   ratio (trials / population): {r['trials_median'] / r['population_median']:.2f}x "
+                  f"(per round: {', '.join(f'{t / p:.2f}x' for t, p in zip(r['trials'], r['population']))})", flush=True)
             print("   goals: >= 1.2x for 16 P2H configs on 2 CPU cores; <= 30 s for an Office-31-sized 64-config screen on one H100")
     return 0
 

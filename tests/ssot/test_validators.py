@@ -175,3 +175,27 @@ def test_dev_does_not_touch_the_global_rng():
     torch.manual_seed(123)
     V.dev(src, torch.rand(50, generator=g), tgt)
     assert torch.equal(torch.rand(1), before)
+
+
+def test_the_logistic_fit_in_closed_form_is_the_autograd_fit_bit_for_bit():
+    """DEV's domain classifier computes its loss and gradient without autograd: the same L-BFGS
+    path and weights as the fit through autograd it replaced."""
+    def autograd_fit(x, y, l2, start, steps):
+        params = (torch.zeros(x.shape[1] + 1, dtype=torch.float64) if start is None else start.clone()).requires_grad_(True)
+        opt = torch.optim.LBFGS([params], max_iter=steps, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = F.binary_cross_entropy_with_logits(x @ params[:-1] + params[-1], y) + l2 * params[:-1].pow(2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        return params.detach()
+
+    gen = torch.Generator().manual_seed(5)
+    x = torch.cat([torch.randn(120, 16, generator=gen), torch.randn(80, 16, generator=gen) + 0.4]).double()
+    y = torch.cat([torch.zeros(120), torch.ones(80)]).double()
+    first = V._fit_logistic(x, y, 0.3, None, 100)
+    assert torch.equal(first, autograd_fit(x, y, 0.3, None, 100))
+    assert torch.equal(V._fit_logistic(x, y, 0.03, first, 100), autograd_fit(x, y, 0.03, first, 100))  # warm-started
