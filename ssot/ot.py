@@ -20,6 +20,15 @@ Every function also takes a stack of problems: leading dimensions (one per membe
 population, :mod:`ssot.population`, or the one member of a run, :mod:`ssot.method`) before the
 shapes documented below, with ``eps`` a tensor of one value per problem; member ``p`` of the stack
 gets exactly the result of the call on its slice. No function reads a tensor on the host.
+
+Stacks
+------
+A batched product (``bmm``) sums in another order than the member's own 2-d product in its
+backward pass, and training amplifies the last-bit differences (docs/screening.md, "How far a
+member drifts from its independent run"). On a CPU, where a loop of small products costs about
+what one batched product does, :func:`soft_mask` therefore computes each member's product on its
+own: a member of a population gets the bits of its independent run. On a GPU the product is
+batched (one kernel for every member).
 """
 from __future__ import annotations
 
@@ -45,8 +54,8 @@ def soft_mask(ps: Tensor, pt: Tensor) -> Tensor:
     pairs predicted to share a class (large :math:`p_s^\top p_t`) get a *smaller* weight, so their
     transport is cheaper.
     """
-    if ps.dim() == 3 and ps.shape[0] == 1:  # a stack of one: the 2-d product (bmm's backward sums in another order)
-        return torch.softmax(1.0 - ps[0] @ pt[0].T, dim=-1)[None]
+    if ps.dim() == 3 and ps.device.type == "cpu":  # each member's own product (module docstring, "Stacks")
+        return torch.stack([torch.softmax(1.0 - a @ b.T, dim=-1) for a, b in zip(ps, pt)])
     return torch.softmax(1.0 - ps @ pt.transpose(-1, -2), dim=-1)
 
 

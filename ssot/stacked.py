@@ -6,11 +6,11 @@ members is a weight ``[P, out, in]`` and a bias ``[P, out]``, and member ``p``'s
 ``h[p] @ weight[p].T + bias[p]``.
 
 - :func:`linear`: the layer on a stack. On inputs every member shares (the cache vectors, 2-d)
-  it is one GEMM of the stacked weights (``addmm``: ``[n, in] @ [in, P * out]``), on per-member
-  inputs (3-d) one batched GEMM (``baddbmm``). Measured against ``torch.func``
-  (``stack_module_state`` + ``functional_call`` + ``vmap`` of the same modules) by
-  ``benchmarks/stacked_layers.py``: the batched matmuls were faster on the CPU (docs/screening.md),
-  so they are kept.
+  it is one GEMM of the stacked weights (``addmm``: ``[n, in] @ [in, P * out]``); on per-member
+  inputs (3-d) one batched GEMM (``baddbmm``) on a GPU and each member's own ``F.linear`` on a
+  CPU. Measured against ``torch.func`` (``stack_module_state`` + ``functional_call`` + ``vmap`` of
+  the same modules) by ``benchmarks/stacked_layers.py``: on the CPU these products are faster
+  (docs/screening.md), so they are kept.
 - :class:`Head`: ``f``'s bottleneck (Linear + ReLU per layer) and the classifier ``eta``.
 - :class:`Potentials`: the potentials ``g`` (``Linear -> ReLU -> Linear``), one stack per width
   (padding every potential to the widest and masking the extra units would compute the same but
@@ -22,9 +22,13 @@ Every stack can keep a subset of its members (:meth:`Head.select`, :meth:`Potent
 :meth:`StackedAdam.select`): the members that leave (early-stopped at a rung, diverged) stop
 costing anything.
 
-The members' results equal those of their independent runs up to the summation order of the
-stacked GEMMs (a member's row of one large GEMM is summed in another order than a GEMM of its own):
-see docs/screening.md, "How far a member drifts from its independent run".
+On a CPU every product of a member sums in the order of the member's own run (the shared-input
+GEMM does; the batched GEMMs, whose backward does not, are replaced by a loop of the members' own
+products, which costs about the same there; :func:`ssot.ot.soft_mask` likewise), so a member of a
+population is its independent run **bit for bit** (``tests/ssot/test_population.py``). On a GPU
+the products are batched (one kernel for every member) and a member drifts from its run by the
+summation order, amplified by training: docs/screening.md, "How far a member drifts from its
+independent run".
 """
 from __future__ import annotations
 
@@ -32,10 +36,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ssot import ot
 
+#: On a CPU, a GEMM of fewer output columns than this takes another kernel than a stacked GEMM
+#: (measured with torch 2.14's MKL: 1 to 11 columns differ in the last bits, 12 and more do not), so
+#: :func:`linear` computes such a layer of shared inputs one member at a time.
+EXACT_MIN_OUT = 16
 #: On a CPU, elementwise work on stacks is done in chunks of members of about this many elements
 #: (4 MB of floats): a whole stack's tensors leave the cache and are slower than the chunks.
 CPU_CHUNK_ELEMENTS = 1 << 20
@@ -43,10 +52,22 @@ CPU_CHUNK_ELEMENTS = 1 << 20
 
 def linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     """Member ``p``'s ``h[p] @ weight[p].T + bias[p]``, ``[P, n, out]``; a 2-d ``h`` ``[n, in]`` is
-    shared by every member (one GEMM of the stacked weights)."""
+    shared by every member.
+
+    On a GPU: one GEMM of the stacked weights (shared inputs) or one batched GEMM. On a CPU each
+    member gets the bits of its own ``F.linear`` (module docstring): shared inputs are one GEMM of
+    the stacked weights (each member's columns, and in the backward pass its weights' gradient,
+    are summed as in a GEMM of its own: measured exact), except for fewer than
+    :data:`EXACT_MIN_OUT` outputs, where a GEMM of its own takes another kernel; per-member inputs
+    are each member's ``F.linear`` (a batched GEMM's backward sums in another order, and on a CPU
+    the loop costs about what the batched product does)."""
     P, out, inp = weight.shape
-    if h.dim() == 2:
-        return torch.addmm(bias.reshape(-1), h, weight.reshape(P * out, inp).t()).view(h.shape[0], P, out).transpose(0, 1)
+    cpu = h.device.type == "cpu"
+    if h.dim() == 2 and not (cpu and out < EXACT_MIN_OUT):
+        # contiguous: each member's rows then reduce as its run's do (a strided view sums in another order)
+        return torch.addmm(bias.reshape(-1), h, weight.reshape(P * out, inp).t()).view(h.shape[0], P, out).transpose(0, 1).contiguous()
+    if cpu:
+        return torch.stack([F.linear(h if h.dim() == 2 else x, w, b) for x, w, b in zip(h.expand(P, *h.shape[-2:]), weight, bias)])
     return torch.baddbmm(bias[:, None, :], h, weight.transpose(1, 2))
 
 

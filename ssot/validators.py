@@ -188,7 +188,7 @@ def dev_risk(weights: torch.Tensor, losses: torch.Tensor) -> float:
 
 
 def _fit_logistic(x: torch.Tensor, y: torch.Tensor, l2: float, start: torch.Tensor | None, steps: int) -> torch.Tensor:
-    """``(weights..., bias)`` of an L2-penalised logistic regression (L-BFGS, float64).
+    r"""``(weights..., bias)`` of an L2-penalised logistic regression (L-BFGS, float64).
 
     The objective :math:`\frac1n\sum_i \mathrm{BCE}(x_i^\top\beta + b, y_i) + \ell_2\lVert\beta\rVert^2`
     and its gradient :math:`(X^\top r + 2\ell_2\beta,\ \sum_i r_i)`, :math:`r = (\sigma(X\beta + b) - y)/n`,

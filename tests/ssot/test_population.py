@@ -61,17 +61,16 @@ def independent(cfg, task):
 
 
 def assert_same_epochs(member_epochs, run_epochs):
-    """Per-epoch target accuracy and predictions equal; losses, validators, class weights close."""
+    """Every field of every epoch equal, bit for bit (NaN where the run has NaN), but the wall time.
+
+    On a CPU a member computes each of its products as its own run does (ssot/stacked.py,
+    ssot/ot.py "Stacks"): the one step gives it the run's bits."""
     assert len(member_epochs) == len(run_epochs)
     for mine, theirs in zip(member_epochs, run_epochs):
         assert set(mine) == set(theirs)
-        assert mine["epoch"] == theirs["epoch"] and mine["target_acc"] == theirs["target_acc"]
-        assert mine["n_pred_classes"] == theirs["n_pred_classes"] and mine["per_class_acc"] == theirs["per_class_acc"]
-        for key in (*LOSSES, "source_acc", "entropy", "snd", "im", "im_pda", "bnm", "dev", "outlier_mass"):
-            assert mine[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-5), key
-        for key in ("mixval", "mixval_inter", "mixval_intra"):
-            assert (math.isnan(mine[key]) and math.isnan(theirs[key])) or mine[key] == pytest.approx(theirs[key], abs=1e-6), key
-        assert mine["class_weights"] == pytest.approx(theirs["class_weights"], rel=1e-4, abs=1e-6)
+        for key in set(mine) - {"time_s"}:
+            same = mine[key] == theirs[key] or (isinstance(mine[key], float) and math.isnan(mine[key]) and math.isnan(theirs[key]))
+            assert same, (key, mine[key], theirs[key])
 
 
 def test_a_population_of_four_reproduces_four_independent_runs(digits_cache, task):
