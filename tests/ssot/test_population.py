@@ -12,7 +12,7 @@ from ssot.data.features import load_feature_task, read_feature_cache, save_featu
 from ssot.errors import ConfigError
 from ssot.features import build_feature_cache
 from ssot.population import Population, check_members
-from ssot.trainer import LOSSES, Trainer
+from ssot.trainer import Trainer
 
 #: Members that differ in every member field (width, lambdas, eps, learning rates).
 MEMBERS = [
