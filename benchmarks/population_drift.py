@@ -62,7 +62,7 @@ def one_step(configs: list[Any], task: Any) -> dict[str, Any]:
     """The cause: the stacked forward against the members' own layers, and one step's parameters."""
     import torch
 
-    from ssot.population import Population
+    from ssot.population import Population, member_states
     from ssot.trainer import Trainer
 
     population = Population(configs, task, workers=1)
@@ -81,7 +81,7 @@ def one_step(configs: list[Any], task: Any) -> dict[str, Any]:
         run.load_pretrained(population.host.pretrained_state())
         run.step(xs, ys, xt, ids)
     population.step(xs, ys, xt, ids)
-    states = stack.states()
+    states = member_states(stack.state())
     gaps = []
     for index, run in enumerate(runs):
         mine = states[index]["head"]

@@ -165,27 +165,15 @@ class Stack:
         out["steps"] = steps.pop()
         return out
 
-    def states(self) -> dict[int, dict[str, Any]]:
-        """Each member's state (detached tensors, on the CPU), by member index: what a stack of any
-        composition is built from (:class:`Stack`), and a checkpoint holds."""
-        widths = [c.potential_width for c in self.configs]
-        offset, group_of = 0, {}
-        for w, params in self.potentials.groups.items():
-            group_of[w], offset = offset, offset + len(params)
-        out = {}
-        for p, index in enumerate(self.indices):
-            w = widths[p]
-            row = widths[:p].count(w)
-            g = [self.opt_g.params[group_of[w] + i] for i in range(4)]
-            out[index] = {
-                "head": [t[p].detach().cpu().clone() for t in self.head.params],
-                "head_adam": {key: [t[p].cpu().clone() for t in getattr(self.opt_fe, key)] for key in ("exp_avg", "exp_avg_sq")}
-                | {"steps": self.opt_fe.steps},
-                "g": [t[row].detach().cpu().clone() for t in g],
-                "g_adam": {key: [getattr(self.opt_g, key)[group_of[w] + i][row].cpu().clone() for i in range(4)]
-                           for key in ("exp_avg", "exp_avg_sq")} | {"steps": self.opt_g.steps},
-                "p_t": self.p_t[p].cpu().clone(), "m": self.m[p].cpu().clone()}
-        return out
+    def state(self) -> dict[str, Any]:
+        """The stack's state as it is (its tensors detached, not copied) and its members' indices:
+        what a checkpoint holds; :func:`member_states` splits it into the members' states that a
+        stack of any composition is built from."""
+        return {"indices": list(self.indices), "widths": [c.potential_width for c in self.configs],
+                "head": [t.detach() for t in self.head.params], "g": {w: [t.detach() for t in ps] for w, ps in self.potentials.groups.items()},
+                **{f"{part}_adam": {"exp_avg": opt.exp_avg, "exp_avg_sq": opt.exp_avg_sq, "steps": opt.steps}
+                   for part, opt in (("head", self.opt_fe), ("g", self.opt_g))},
+                "p_t": self.p_t, "m": self.m}
 
     # ------------------------------------------------------------------ ssot.method.Members
     @property
@@ -260,6 +248,22 @@ class Stack:
         self.solver.eps = self.eps
         self.indices = [self.indices[p] for p in positions]
         self.configs = [self.configs[p] for p in positions]
+
+
+def member_states(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The states of the members of a stack's :meth:`Stack.state`, by member index (rows of its tensors)."""
+    widths, groups = state["widths"], list(state["g"])
+    out = {}
+    for p, index in enumerate(state["indices"]):
+        w = widths[p]
+        row, k = widths[:p].count(w), groups.index(w)
+        out[index] = {"head": [t[p] for t in state["head"]], "g": [t[row] for t in state["g"][w]],
+                      "head_adam": {**{key: [t[p] for t in state["head_adam"][key]] for key in ("exp_avg", "exp_avg_sq")},
+                                    "steps": state["head_adam"]["steps"]},
+                      "g_adam": {**{key: [state["g_adam"][key][4 * k + i][row] for i in range(4)] for key in ("exp_avg", "exp_avg_sq")},
+                                 "steps": state["g_adam"]["steps"]},
+                      "p_t": state["p_t"][p], "m": state["m"][p]}
+    return out
 
 
 def initial_state(config: SSOTConfig, host: Trainer) -> dict[str, Any]:
@@ -364,10 +368,8 @@ class Population:
                 self.stacks.append(target)
 
     def _states(self) -> dict[int, dict[str, Any]]:
-        found: dict[int, dict[str, Any]] = {}
-        for stack in self.stacks:
-            found.update(stack.states())
-        return found
+        """Every running member's state, by member index."""
+        return {i: s for stack in self.stacks for i, s in member_states(stack.state()).items()}
 
     def step(self, xs: Tensor, ys: Tensor, xt: Tensor, ids: Tensor | None = None) -> Tensor:
         """One alternating iteration of the members stacked in this process (every member with
@@ -475,16 +477,16 @@ class Population:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue exactly at an epoch boundary: the records and every running
-        member's state (:meth:`Stack.states`: one member at a time, so a checkpoint resumes with any
-        number of workers). Tensors and plain types only."""
+        """Everything needed to continue exactly at an epoch boundary: the records and every stack's
+        state (:meth:`Stack.state`), split into the members' states when loaded
+        (:func:`member_states`), so a checkpoint resumes with any number of workers. Tensors and
+        plain types only."""
         state: dict[str, Any] = {"epoch": self.epoch, "pretrained": self.pretrained, "alive": list(self.alive),
                                  "records": [m.record for m in self.members], "timing": dict(self.timing)}
         if self.single:
             state["trainer"] = self.host.state_dict() if self.pretrained and self.epoch else None
         elif self.alive:
-            states = self._states()
-            state["members"] = {str(i): states[i] for i in self.alive}
+            state["stacks"] = [stack.state() for stack in self.stacks]
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -497,7 +499,7 @@ class Population:
                 self.host.load_state_dict(state["trainer"])
             self.host.record = self.members[0].record  # the member's record is the host's run record
         elif self.alive:
-            self._distribute({int(i): s for i, s in state["members"].items()})
+            self._distribute({i: s for stack in state["stacks"] for i, s in member_states(stack).items()})
         else:
             self.close()
 
@@ -521,8 +523,8 @@ class RemoteStack:
     def keep(self, indices: Sequence[int]) -> None:
         self.shard.call("keep", list(indices))
 
-    def states(self) -> dict[int, dict[str, Any]]:
-        return self.shard.call("states")
+    def state(self) -> dict[str, Any]:
+        return self.shard.call("state")
 
     def close(self) -> None:
         self.shard.close()
@@ -549,8 +551,8 @@ def _stack_handler(setup: dict[str, Any]) -> shards.Handler:
             return stack.adapt_epoch(payload)
         if name == "keep":
             return stack.keep(payload)
-        if name == "states":
-            return stack.states()
+        if name == "state":
+            return stack.state()
         raise ValueError(f"unknown operation {name!r}")
 
     return handle

@@ -8,9 +8,9 @@ several times slower under load, docs/screening.md). So a population of P member
 trains ``W`` stacks of about ``P / W`` members at once, one torch thread each: the first in its
 own process, the others in worker processes (:class:`Shard`), each stack training and evaluating
 its members (the validators included) on the same batches. The population ranks the members at
-its rungs, spreads the survivors over the workers again, and checkpoints every member's state
-one member at a time (:meth:`ssot.population.Stack.states`), so a checkpoint resumes with any
-number of workers.
+its rungs, spreads the survivors over the workers again, and checkpoints the stacks' states,
+which split into the members' states (:func:`ssot.population.member_states`), so a checkpoint
+resumes with any number of workers.
 
 A worker is ``python -c`` running a function of the population's choosing (``entry``, e.g.
 ``ssot.population:serve_stack``) with one end of a socket pair. Messages are ``torch.save`` bytes

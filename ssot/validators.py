@@ -242,15 +242,18 @@ def domain_weights(feats_source: torch.Tensor, feats_target: torch.Tensor, *, fo
     fold = torch.cat([torch.randperm(ns, generator=gen) % k, torch.randperm(nt, generator=gen) % k])
     best: tuple[float, torch.Tensor] | None = None
     starts: list[torch.Tensor | None] = [None] * k
+    splits = []  # per fold: the held-out mask, the fitted samples and labels, the odds of the fitted domains
+    for i in range(k):
+        held = fold == i
+        fit = ~held if k > 1 else held
+        splits.append((held, x[fit], y[fit], x[held], math.log(float(fit[:ns].sum()) / float(fit[ns:].sum()))))
     for penalty in sorted(l2, reverse=True):  # strongest first: each fit warm-starts the next
         logit = torch.empty(ns + nt, dtype=torch.float64)  # the classifier's, on samples it did not fit
         log_w = torch.empty(ns + nt, dtype=torch.float64)
-        for i in range(k):
-            held = fold == i
-            fit = ~held if k > 1 else held
-            starts[i] = params = _fit_logistic(x[fit], y[fit], penalty, starts[i], steps)
-            logit[held] = x[held] @ params[:-1] + params[-1]
-            log_w[held] = logit[held] + math.log(float(fit[:ns].sum()) / float(fit[ns:].sum()))
+        for i, (held, x_fit, y_fit, x_held, odds) in enumerate(splits):
+            starts[i] = params = _fit_logistic(x_fit, y_fit, penalty, starts[i], steps)
+            logit[held] = x_held @ params[:-1] + params[-1]
+            log_w[held] = logit[held] + odds
         loss = float(F.binary_cross_entropy_with_logits(logit, y))
         if best is None or loss < best[0]:
             best = (loss, log_w[:ns])
