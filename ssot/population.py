@@ -357,7 +357,9 @@ class Population:
     def _distribute(self, states: dict[int, dict[str, Any]]) -> None:
         """Stack the running members from their states, in contiguous groups: the first in this
         process, the others in the worker processes (as many as have members)."""
-        groups = [list(part) for part in shards.split(self.alive, 1 + len(self.remote))]
+        widths = {i: self.configs[i].potential_width for i in self.alive}
+        # a member's cost: its bottleneck, classifier and validators, and its potential (a width of 1024 about doubles a step)
+        groups = shards.split(self.alive, 1 + len(self.remote), cost=lambda i: 1.0 + widths[i] / 1024)
         self.stacks = []
         for k, group in enumerate(groups):
             target = self.remote[k - 1] if k else None
@@ -369,7 +371,7 @@ class Population:
 
     def _states(self) -> dict[int, dict[str, Any]]:
         """Every running member's state, by member index."""
-        return {i: s for stack in self.stacks for i, s in member_states(stack.state()).items()}
+        return {i: s for stack in self.stacks for i, s in member_states(stack.state()).items() if i in set(self.alive)}
 
     def step(self, xs: Tensor, ys: Tensor, xt: Tensor, ids: Tensor | None = None) -> Tensor:
         """One alternating iteration of the members stacked in this process (every member with
@@ -498,33 +500,41 @@ class Population:
             if state.get("trainer") is not None:
                 self.host.load_state_dict(state["trainer"])
             self.host.record = self.members[0].record  # the member's record is the host's run record
-        elif self.alive:
-            self._distribute({i: s for stack in state["stacks"] for i, s in member_states(stack).items()})
+        elif self.alive:  # a worker's stack may still hold members that ended at the checkpoint's epoch
+            self._distribute({i: s for stack in state["stacks"] for i, s in member_states(stack).items() if i in set(self.alive)})
         else:
             self.close()
 
 
 class RemoteStack:
     """A :class:`Stack` in a worker process (:class:`ssot.shards.Shard` running :func:`serve_stack`),
-    with the methods of a :class:`Stack` a population calls."""
+    with the methods of a :class:`Stack` a population calls. The worker sends its stack's state
+    with each epoch's results (a checkpoint then needs no other exchange); the members a rung ends
+    stay in that state until the next epoch (they are skipped when it is read)."""
 
     def __init__(self, task: TaskData, config: SSOTConfig):
         self.shard = shards.Shard("ssot.population:serve_stack", {"task": task, "config": config.to_dict()})
+        self.last_state: dict[str, Any] | None = None
 
     def build(self, indices: list[int], configs: list[dict[str, Any]], states: list[dict[str, Any]]) -> None:
         self.shard.call("build", (indices, configs, states))
+        self.last_state = None
 
     def start_epoch(self, epoch: int) -> None:
         self.shard.start("epoch", epoch)
 
     def finish_epoch(self) -> dict[Any, Any]:
-        return self.shard.finish()
+        results = self.shard.finish()
+        self.last_state = results.pop("state")
+        return results
 
     def keep(self, indices: Sequence[int]) -> None:
         self.shard.call("keep", list(indices))
 
     def state(self) -> dict[str, Any]:
-        return self.shard.call("state")
+        if self.last_state is None:
+            self.last_state = self.shard.call("state")
+        return self.last_state
 
     def close(self) -> None:
         self.shard.close()
@@ -548,7 +558,7 @@ def _stack_handler(setup: dict[str, Any]) -> shards.Handler:
             return None
         stack = held["stack"]
         if name == "epoch":
-            return stack.adapt_epoch(payload)
+            return {**stack.adapt_epoch(payload), "state": stack.state()}
         if name == "keep":
             return stack.keep(payload)
         if name == "state":

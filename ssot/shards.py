@@ -46,16 +46,17 @@ def workers_for(config: Any, device: torch.device, members: int, workers: int | 
     return max(1, min(int(workers), members))
 
 
-def split(items: Sequence[int], parts: int) -> list[list[int]]:
-    """``items`` in at most ``parts`` contiguous groups of near-equal sizes, none empty."""
-    size, extra = divmod(len(items), max(1, parts))
-    out, start = [], 0
-    for k in range(max(1, parts)):
-        end = start + size + (k < extra)
-        if end > start:
-            out.append(list(items[start:end]))
-        start = end
-    return out
+def split(items: Sequence[int], parts: int, cost: Callable[[int], float] = lambda item: 1.0) -> list[list[int]]:
+    """``items`` in at most ``parts`` groups of near-equal total ``cost`` (the costliest first, each
+    to the group with the least so far), each group in the items' order, none empty."""
+    groups: list[list[int]] = [[] for _ in range(max(1, parts))]
+    loads = [0.0] * len(groups)
+    for item in sorted(items, key=lambda i: -cost(i)):
+        k = min(range(len(groups)), key=lambda g: (loads[g], len(groups[g])))
+        groups[k].append(item)
+        loads[k] += cost(item)
+    order = {item: n for n, item in enumerate(items)}
+    return [sorted(group, key=order.__getitem__) for group in groups if group]
 
 
 def _send(conn: Connection, message: Any) -> None:

@@ -34,7 +34,10 @@ def test_a_worker_answers_in_order_reports_its_traceback_and_ends_when_told():
     assert shard.process.returncode == 0
 
 
-def test_split_gives_contiguous_groups_of_near_equal_sizes():
-    assert shards.split(list(range(5)), 2) == [[0, 1, 2], [3, 4]]
+def test_split_balances_the_groups_costs():
+    assert shards.split(list(range(5)), 2) == [[0, 2, 4], [1, 3]]
     assert shards.split([7, 8], 4) == [[7], [8]]
     assert shards.split([], 3) == []
+    widths = {0: 1024, 1: 64, 2: 64, 3: 1024, 4: 256}
+    groups = shards.split(list(widths), 2, cost=lambda i: widths[i])
+    assert sorted(sum(widths[i] for i in g) for g in groups) == [1152, 1280] and all(g == sorted(g) for g in groups)
