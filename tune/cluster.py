@@ -5,7 +5,9 @@
   project's metadata: one place) are the ones it was checked against, any other is refused.
 - :func:`cpu_share`: a trial's CPUs when ``--cpus-per-trial`` is not given: one per trial, or for
   populations their share of the machine (one population on 2 cores gets both: it trains its
-  members with 2 torch threads instead of leaving a core idle).
+  members in 2 processes of one torch thread each, :mod:`ssot.shards`, instead of leaving a core
+  idle). The share becomes the trial config's ``num_threads`` (:func:`tune.options.base_config`),
+  which a population reads as its number of worker processes.
 - :func:`connected`: the Ray instance of a search (joined with ``--address``, else a new local one
   shut down at the end, with a watchdog, :mod:`tune.reaper`, that ends its processes if the driver is
   killed), the resources checked against the request, and the environment Ray Tune reads.
@@ -155,8 +157,12 @@ class Cluster:
         total = ray.cluster_resources()
         unit = f"population(s) of up to {options.members} configs" if options.members > 1 else "trial(s)"
         gpus = f", {self.gpus_per_trial:g} GPU" if self.gpus_per_trial else ""
+        workers = int(self.cpus_per_trial)
+        # ssot.shards: on CPUs a population trains its members in one process per CPU, one torch thread each
+        how = (f"; each trains its members in {min(workers, options.members)} process(es) of one torch thread"
+               if options.members > 1 and not self.gpus_per_trial and workers > 1 else "")
         return (f"machine: {total.get('CPU', 0):g} CPUs, {total.get('GPU', 0):g} GPUs; {self.slots} {unit} at a time, "
-                f"{self.cpus_per_trial:g} CPU{gpus} each ({why})")
+                f"{self.cpus_per_trial:g} CPU{gpus} each ({why}){how}")
 
 
 def quiet_ray(verbose: int) -> None:
