@@ -189,3 +189,19 @@ def test_a_stack_of_problems_gives_each_member_its_own_result():
     # read here: a check would be a host read (a device sync) in every step
     with no_host_reads():
         ot.semi_dual(cost * mask, g, w, eps)
+
+
+def test_the_cost_is_the_squared_difference_of_pow_bit_for_bit():
+    """cost_matrix squares by a product (pow(2) takes ten times as long on a CPU): the same values
+    and gradients, bit for bit, as diff.pow(2), alone and on a stack."""
+    gen = torch.Generator().manual_seed(1)
+    for lead in ((), (3,)):
+        fs = torch.randn(*lead, 9, 16, generator=gen).requires_grad_(True)
+        ft = (torch.randn(*lead, 7, 16, generator=gen) + 0.3).requires_grad_(True)
+        weights = torch.randn(*lead, 9, 7, generator=gen)
+        before = (fs[..., :, None, :] - ft[..., None, :, :]).pow(2).sum(-1)
+        now = ot.cost_matrix(fs, ft)
+        assert torch.equal(before, now)
+        grads_before = torch.autograd.grad((before * weights).sum(), (fs, ft))
+        grads_now = torch.autograd.grad((now * weights).sum(), (fs, ft))
+        assert all(torch.equal(a, b) for a, b in zip(grads_before, grads_now))
