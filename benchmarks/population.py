@@ -16,7 +16,7 @@
    target and source sets, each validator (DEV's logistic regressions inside DEV), a checkpoint
    (``state_dict`` and ``torch.save``), the per-member result entries of a report; then the same
    epoch's wall time with the population's own workers (one process and one thread per CPU of
-   its slot, :mod:`ssot.shards`).
+   its slot, :mod:`ssot.shards`), and as one stack with that many torch threads instead.
 3. **A screen.** Wall time of ``tune/search.py --features CACHE --population N`` against the
    ``--features`` search of the same N configs one Ray trial each (random search, same seed: the
    same configs, checked), both without early stopping, both through ``run_search`` with the
@@ -34,6 +34,7 @@ and the ratios measured in this run.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import sys
@@ -139,7 +140,7 @@ def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: floa
             continue
         population = Population(random_configs(base, size), task, workers=1)  # one stack in this process
         population.pretrain(lambda host: None)  # throughput only: the weights need no pretraining
-        single, stacked = alternated(lambda: trainer.step(xs, ys, xt), lambda p=population: p.step(xs, ys, xt), rounds, device)
+        single, stacked = alternated(lambda: trainer.step(xs, ys, xt), functools.partial(population.step, xs, ys, xt), rounds, device)
         rows.append({"size": size, "member_rate": size / stacked, "single_rate": 1 / single})
         del population
         if device == "cuda":
@@ -207,6 +208,16 @@ def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
     spent["epoch with workers"] = time.perf_counter() - start
     spent["workers"] = workers.workers
     workers.close()
+    # the alternative: the same CPUs as torch threads of one stack
+    threaded = Population(random_configs(base, size), task, workers=1)
+    threaded.pretrain()
+    torch.set_num_threads(workers.workers)
+    try:
+        start = time.perf_counter()
+        threaded.adapt_epoch()
+        spent["epoch with threads"] = time.perf_counter() - start
+    finally:
+        torch.set_num_threads(threads)
     spent["iters"] = population.host.iterations_per_epoch()
     return spent
 
@@ -290,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         cache = args.cache or synthetic_cache(Path(tmp) / "a2w-synthetic.pt")
         task = load_feature_task(cache, args.task)
         base = base_config(args.task, cache, args.device, args)
-        print(f"cache: {args.cache or 'synthetic Office-31 A2W layout'} ({len(task.source)} source + {len(task.target)} target "
+        sizes = f"{len(task.source)} source + {len(task.target)} target"  # type: ignore[arg-type]
+        print(f"cache: {args.cache or 'synthetic Office-31 A2W layout'} ({sizes} "
               f"vectors of {task.input_shape[0]} dims), bottleneck {list(base.bottleneck_dims)}, batch {base.batch_size} + "
               f"{base.batch_size}; epochs {base.epochs} of {base.iters_per_epoch or 'all'} iterations, pretraining {base.pretrain_epochs} epochs",
               flush=True)
@@ -312,7 +324,9 @@ def main(argv: list[str] | None = None) -> int:
             for name in [*PARTS, "checkpoint", "report entries"]:
                 print(f"   {name:28s} {parts[name]:7.2f} s  {100 * parts[name] / total:5.1f} %")
             print(f"   the same epoch with the population's {parts['workers']:g} worker process(es), one thread each: "
-                  f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); {load()}", flush=True)
+                  f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); as one stack with "
+                  f"{parts['workers']:g} torch threads instead: {parts['epoch with threads']:.2f} s ({total / parts['epoch with threads']:.2f}x); "
+                  f"{load()}", flush=True)
         if 3 in args.sections:
             n = args.screen_configs
             print(f"3. screen of {n} configs ({args.task}, no early stopping), {args.rounds} round(s), the order alternating:")

@@ -75,7 +75,7 @@ def one_step(configs: list[Any], task: Any) -> dict[str, Any]:
         feats, logits = stack.forward_stack(x)
         own = [population.host.forward(x)]  # member 0's weights are the host's: the pretrained ones
     ulp = lambda a, b: float(((a - b).abs() / torch.finfo(torch.float32).eps / b.abs().clamp_min(1e-30)).max())  # noqa: E731
-    out = {"features_ulp": ulp(feats[0], own[0][0]), "logits_ulp": ulp(logits[0], own[0][1])}
+    out: dict[str, Any] = {"features_ulp": ulp(feats[0], own[0][0]), "logits_ulp": ulp(logits[0], own[0][1])}
     runs = [Trainer(cfg, task) for cfg in configs]
     for run in runs:
         run.load_pretrained(population.host.pretrained_state())

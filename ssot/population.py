@@ -274,7 +274,7 @@ def initial_state(config: SSOTConfig, host: Trainer) -> dict[str, Any]:
     head = [t.detach().cpu().clone() for layer in layers for t in (layer.weight, layer.bias)]
     seed_everything(config.seed)
     net = build_models(config, host.task.num_classes, host.task.input_shape[0])[2].net
-    g = [t.detach().cpu().clone() for layer in (net[0], net[2]) for t in (layer.weight, layer.bias)]
+    g = [t.detach().cpu().clone() for layer in (net[0], net[2]) if isinstance(layer, nn.Linear) for t in (layer.weight, layer.bias)]
     return {"head": head, "head_adam": _zero_moments(head), "g": g, "g_adam": _zero_moments(g),
             "p_t": host.p_t.cpu().clone(), "m": host.m.cpu().clone()}
 

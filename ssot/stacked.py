@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from ssot import ot
 
@@ -73,11 +73,6 @@ def linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     return torch.baddbmm(bias[:, None, :], h, weight.transpose(1, 2))
 
 
-def stacked(tensors: Sequence[Tensor], device: torch.device | str) -> Tensor:
-    """One stack ``[len(tensors), ...]`` of equally shaped tensors, a leaf that requires gradients."""
-    return torch.stack([t.detach() for t in tensors]).to(device).contiguous().requires_grad_(True)
-
-
 def _rows(t: Tensor, index: Tensor) -> Tensor:
     return t[index].detach().requires_grad_(True)
 
@@ -89,12 +84,6 @@ class Head:
 
     def __init__(self, params: list[Tensor]):
         self.params = params
-
-    @classmethod
-    def of(cls, layers: Sequence[Sequence[nn.Linear]], device: torch.device | str) -> Head:
-        """The stack of P members' linear layers (``layers[p]``: member ``p``'s, in forward order)."""
-        return cls([stacked([getattr(member[i], name) for member in layers], device)
-                    for i in range(len(layers[0])) for name in ("weight", "bias")])
 
     def __call__(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Every member's features ``[P, n, d]`` and logits ``[P, n, K]`` of the shared inputs ``x``."""
@@ -122,14 +111,6 @@ class Potentials:
     def __init__(self, groups: dict[int, list[Tensor]], widths: Tensor):
         self.groups, self.widths = groups, widths
         self._positions()
-
-    @classmethod
-    def of(cls, nets: Sequence[nn.Sequential], device: torch.device | str) -> Potentials:
-        """The stack of P members' potential networks (``nets[p]``: member ``p``'s ``g.net``)."""
-        widths = [net[0].out_features for net in nets]
-        groups = {w: [stacked([getattr(net[i], name) for net, v in zip(nets, widths) if v == w], device)
-                      for i in (0, 2) for name in ("weight", "bias")] for w in sorted(set(widths))}
-        return cls(groups, torch.tensor(widths, dtype=torch.long, device=device))
 
     def _positions(self) -> None:
         """Each group's stack positions, and the order that puts the groups' outputs back."""
