@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=40, help="timed iterations of section 2 (digits; ResNet-50: a quarter)")
     args = parser.parse_args(argv)
     import torch
-
     from gpu import make_trainer
+
     from ssot.config import SSOTConfig
     from ssot.trainer import Trainer
 

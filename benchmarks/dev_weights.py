@@ -21,7 +21,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-
 import numpy as np
 import torch
 from scipy import stats

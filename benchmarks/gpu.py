@@ -162,13 +162,13 @@ def bench_model(device: str, precision: str, sizes: Sizes, compile: bool) -> dic
         trainer, batch = make_trainer(device, precision, batch=sizes.batch, image_size=sizes.image, compile=compiled)
         for fmt, name in ((torch.contiguous_format, "NCHW"), (torch.channels_last, "channels_last")):
             b = set_format(trainer, batch, fmt)
-            out[f"plain CE, {name}{suffix}"] = per_step * rate(lambda: ce_step(trainer, *b), iters=sizes.iters,
+            out[f"plain CE, {name}{suffix}"] = per_step * rate(lambda t=trainer, b=b: ce_step(t, *b), iters=sizes.iters,
                                                                warmup=sizes.warmup, device=device)
-            out[f"SSOT step, {name}{suffix}"] = per_step * rate(lambda: trainer.step(*b), iters=sizes.iters,
+            out[f"SSOT step, {name}{suffix}"] = per_step * rate(lambda t=trainer, b=b: t.step(*b), iters=sizes.iters,
                                                                 warmup=sizes.warmup, device=device)
         if not compiled:
             b = set_format(trainer, batch, torch.contiguous_format)
-            out["old SSOT step (NCHW, host read every step)"] = per_step * rate(lambda: old_step(trainer, *b), iters=sizes.iters,
+            out["old SSOT step (NCHW, host read every step)"] = per_step * rate(lambda t=trainer, b=b: old_step(t, *b), iters=sizes.iters,
                                                                                warmup=sizes.warmup, device=device)
         del trainer
     return out

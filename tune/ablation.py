@@ -25,7 +25,6 @@ from typing import Any
 
 import pandas as pd
 
-
 from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.results.final_table import format_mean_std

@@ -127,10 +127,10 @@ def _race(candidates: Sequence[confirmation.Candidate], args: argparse.Namespace
     for experiment, group in by_experiment.items():
         by_label = {c.label: c for c in group}
 
-        def evaluate(batch: Sequence[tuple[str, int]]) -> dict:
+        def evaluate(batch: Sequence[tuple[str, int]], by_label: dict = by_label, metric: str = group[0].metric) -> dict:
             got = runs([(by_label[label], s) for label, s in batch])
             records.update(got)
-            return {key: confirmation.run_value(record, group[0].metric) for key, record in got.items()}
+            return {key: confirmation.run_value(record, metric) for key, record in got.items()}
 
         races[experiment] = result = racing.race(evaluate, list(by_label), args.seeds, group[0].mode, rule)
         print(f"{group[0].task}: race {result.stop} after {result.runs} runs; pick {by_label[result.pick].trial_id} "

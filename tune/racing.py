@@ -274,7 +274,7 @@ def replay(pool: Mapping[str, Sequence[float]], truth: Mapping[str, float], mode
         pick = fixed_pick(fixed, mode)
         tallies["fixed"].append((pick == best, sign * (truth[best] - truth[pick]), len(names) * fixed_seeds,
                                  probability_best(fixed, pick, mode)))
-        raced = race(lambda batch: {(c, s): values[c][s] for c, s in batch}, names, range(n), mode, rule)
+        raced = race(lambda batch, values=values: {(c, s): values[c][s] for c, s in batch}, names, range(n), mode, rule)
         tallies["race"].append((raced.pick == best, sign * (truth[best] - truth[raced.pick]), raced.runs, raced.p_best))
     return tuple(Replay(name, replays, *(float(np.mean(col)) for col in zip(*rows)))  # type: ignore[return-value]
                  for name, rows in tallies.items())

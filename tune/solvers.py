@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-
 from ssot import cli
 from ssot.config import OT_SOLVERS, SSOTConfig
 from ssot.results.markdown import markdown_table

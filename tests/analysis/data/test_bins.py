@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis.charts.heatmap import heatmap_figure
 from analysis.data.bins import axis_bins, heatmap_info
 from analysis.data.experiments import ParamSpec, load_experiment, load_experiments
 from analysis.data.frames import final_results, param_pairs, trial_table
-from analysis.charts.heatmap import heatmap_figure
 from tests.fixtures.experiments import PAPER_GRID, TPE_SPACE, grid_accuracy, trial_rows, write_experiment
 
 EPOCHS = 4
