@@ -76,7 +76,7 @@ def proxy(args: argparse.Namespace) -> int:
         fixed = _one(args.reference) if args.reference else None
         infos, references = [], {}
         for screen in experiments:
-            where = args.reference or reference_path(screen.meta)
+            where = args.reference or reference_path(screen.meta or {})
             if where is None:
                 continue
             if fixed is None and where not in references:

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     table = reference.trial_table().sort_values("trial_id", kind="stable")
     truth = np.where(table["status"] == "diverged", 0.0, table["final_acc"].to_numpy(dtype=float))
     assert len(truth) == len(read_reference(str(args.reference), reference.task).configs)
-    print(f"{reference.task}, reference {args.reference} ({len(truth)} configs, seed {reference.meta['base_config']['seed']}); "
+    print(f"{reference.task}, reference {args.reference} ({len(truth)} configs, seed {(reference.meta or {})['base_config']['seed']}); "
           f"best end-to-end accuracy {100 * np.nanmax(truth):.1f} %")
     with tempfile.TemporaryDirectory() as tmp:
         for stage in args.stages:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             order = np.argsort(-acc[keep], kind="stable")
             best = np.nanmax(truth[keep])
             regrets = ", ".join(f"top-{k} {100 * (best - truth[keep][order[:k]].max()):.1f}" for k in args.k)
-            print(f"  {stage:10s}: Spearman {spearman(acc[keep], truth[keep]):.2f}, Kendall {kendall_tau_b(acc[keep], truth[keep]):.2f}; "
+            print(f"  {stage:10s}: Spearman {spearman(acc[keep].tolist(), truth[keep].tolist()):.2f}, Kendall {kendall_tau_b(acc[keep].tolist(), truth[keep].tolist()):.2f}; "
                   f"regret (points) {regrets}; screen accuracies {100 * acc.min():.1f}-{100 * acc.max():.1f} %; {wall:.0f} s",
                   flush=True)
     return 0

@@ -40,6 +40,7 @@ names the GPU (or CPU) and the torch version, with each goal beside its ratio.
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing as mp
 import os
 import platform
@@ -162,13 +163,13 @@ def bench_model(device: str, precision: str, sizes: Sizes, compile: bool) -> dic
         trainer, batch = make_trainer(device, precision, batch=sizes.batch, image_size=sizes.image, compile=compiled)
         for fmt, name in ((torch.contiguous_format, "NCHW"), (torch.channels_last, "channels_last")):
             b = set_format(trainer, batch, fmt)
-            out[f"plain CE, {name}{suffix}"] = per_step * rate(lambda t=trainer, b=b: ce_step(t, *b), iters=sizes.iters,
+            out[f"plain CE, {name}{suffix}"] = per_step * rate(functools.partial(ce_step, trainer, *b), iters=sizes.iters,
                                                                warmup=sizes.warmup, device=device)
-            out[f"SSOT step, {name}{suffix}"] = per_step * rate(lambda t=trainer, b=b: t.step(*b), iters=sizes.iters,
+            out[f"SSOT step, {name}{suffix}"] = per_step * rate(functools.partial(trainer.step, *b), iters=sizes.iters,
                                                                 warmup=sizes.warmup, device=device)
         if not compiled:
             b = set_format(trainer, batch, torch.contiguous_format)
-            out["old SSOT step (NCHW, host read every step)"] = per_step * rate(lambda t=trainer, b=b: old_step(t, *b), iters=sizes.iters,
+            out["old SSOT step (NCHW, host read every step)"] = per_step * rate(functools.partial(old_step, trainer, *b), iters=sizes.iters,
                                                                                warmup=sizes.warmup, device=device)
         del trainer
     return out
@@ -278,7 +279,7 @@ def epoch_seconds(trainer: Any, *, before: bool, epochs: int = 2) -> float:
             read_on_host(losses)
             return losses
 
-        trainer.step = synced  # type: ignore[method-assign]
+        trainer.step = synced
     seconds = 0.0
     for _ in range(epochs):
         if before:

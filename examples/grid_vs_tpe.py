@@ -25,6 +25,7 @@ def grid_table(folder: Path) -> str:
     from ssot.results.markdown import markdown_table
 
     experiment = read_experiment(folder)
+    assert experiment.trials is not None and experiment.meta is not None, f"{folder}: {experiment.problems}"
     last = experiment.trials.sort_values("epoch").groupby("trial_id").tail(1)
     max_epochs = int(experiment.meta["max_epochs"])
     cells = {(r.lambda_ot, r.lambda_ent): f"{r.target_acc:.3f}" + ("" if r.epoch >= max_epochs else f" (ep {int(r.epoch)})")

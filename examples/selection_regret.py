@@ -52,7 +52,8 @@ def confirmed_regret(results: Path, out: Path, tasks: list[str], seeds: list[int
                 jobs[f"{task} {name} {trial}", seed] = (config.replace(seed=seed), out / task / name / f"{trial}_seed{seed}.json")
         plan.append((task, name, oracle, recipe, row.iloc[0]))
     records = train_on_ray(jobs, num_cpus=2)
-    rows, regrets = [], {}
+    rows: list[list[str]] = []
+    regrets: dict[str, list[float]] = {}
     for task, name, oracle, recipe, row in plan:
         means = {t: mean_std([records[f"{task} {name} {t}", s].score("target_acc") for s in seeds]) for t in (oracle, recipe)}
         regret = 100 * (means[oracle][0] - means[recipe][0])

@@ -25,6 +25,7 @@ import torch
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.data.base import num_samples
 from ssot.data.safe_load import load_dict
 from ssot.errors import SSOTError
 
@@ -76,8 +77,8 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
     state = load_models(path)
     config = SSOTConfig.from_dict(state["config"], source=f"model file {path}").replace(device="cpu", pretrain_epochs=0)
     trainer = Trainer(config)
-    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(len(trainer.task.source_eval), per_domain, seed))
-    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(len(trainer.task.target_eval), per_domain, seed + 1))
+    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(num_samples(trainer.task.source_eval), per_domain, seed))
+    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(num_samples(trainer.task.target_eval), per_domain, seed + 1))
     labels = torch.cat([dataset_labels(src), dataset_labels(tgt)])
     domain = torch.cat([torch.zeros(len(src), dtype=torch.long), torch.ones(len(tgt), dtype=torch.long)])
     feats = {}

@@ -43,7 +43,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ssot import cli
 from ssot.config import SSOTConfig
-from ssot.data.base import usable_workers
+from ssot.data.base import num_samples, usable_workers
 from ssot.data.features import ENCODERS, hash_tensor
 from ssot.errors import ConfigError, SSOTError
 
@@ -134,7 +134,7 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
             "pretrained": config.pretrained, "pretrained_path": config.pretrained_path, "seed": config.seed}
     from tqdm.auto import tqdm
 
-    total = (1 + views) * (len(task.source_eval) + len(task.target_eval))
+    total = (1 + views) * (num_samples(task.source_eval) + num_samples(task.target_eval))
     with tqdm(total=total, desc=f"features {task.name}", unit="img", disable=not progress, dynamic_ncols=True) as bar:
         enc = {side: _encode(backbone, ds, config, device, bar) for side, ds in (("source", task.source_eval), ("target", task.target_eval))}
         aug = {side: torch.stack([_encode(backbone, ds, config, device, bar) for _ in range(views)]) if views else None

@@ -19,7 +19,7 @@ import pytest
 
 from ssot import cli
 from tests.fixtures import REPO
-from tests.fixtures.browser import chromium
+from tests.fixtures.browser import chromium, chromium_path
 
 README = REPO / "README.md"
 #: The two commands a newcomer runs first (set-up + embedded run; the tests, as CI runs them).
@@ -169,7 +169,7 @@ def test_every_module_has_a_page_with_a_summary_table(site):
         assert f'href="{module.replace(".", "/")}/"' in overview, module  # in the overview's table of modules
 
     def pages(entries: list) -> list[str]:  # the pages of a nav (entries: a page, {title: page}, {title: [entries]})
-        found = []
+        found: list[str] = []
         for entry in entries:
             value = entry if isinstance(entry, str) else next(iter(entry.values()))
             found += pages(value) if isinstance(value, list) else [value]
@@ -271,7 +271,7 @@ def test_pages_draw_their_diagram_and_maths_with_the_network_cut(site, tmp_path)
     probe.write_text(architecture.read_text().replace("<script src=", _OPEN_SHADOW + "<script src=", 1))
 
     def dom(page: Path) -> str:
-        command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+        command = [chromium_path(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
                    '--host-resolver-rules=MAP * ~NOTFOUND', f"--user-data-dir={tmp_path / page.parent.name}",
                    "--virtual-time-budget=15000", "--dump-dom", page.as_uri()]

@@ -31,7 +31,8 @@ def _run_in_process(example: Path, *args: str) -> tuple[int, str, str]:
             runpy.run_path(str(example), run_name="__main__")
     finally:
         sys.argv = argv
-    return stop.value.code, out.getvalue(), err.getvalue()
+    code = stop.value.code
+    return code if isinstance(code, int) else (0 if code is None else 1), out.getvalue(), err.getvalue()
 
 
 def _dry_run(example: Path, *args: str) -> list[list[str]]:

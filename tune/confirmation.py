@@ -202,7 +202,7 @@ def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[s
     labels = {(str(c.experiment), c.trial_id): c.label for c in candidates}
     for experiment, group in table.groupby("experiment", sort=False):
         mode = group["mode"].iloc[0]
-        values = {labels[experiment, t]: v for t, v in zip(group["trial_id"], group["_values"])}
+        by_label = {labels[experiment, t]: v for t, v in zip(group["trial_id"], group["_values"])}
         race = races.get(experiment)
         if race is not None:
             pick = next(i for i in group.index if labels[experiment, table.at[i, "trial_id"]] == race.pick)
@@ -210,7 +210,7 @@ def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[s
             sign = 1.0 if mode == "max" else -1.0
             pick = sorted(group.index, key=lambda i: (-sign * table.at[i, "mean"], table.at[i, "search_rank"]))[0]
         table.loc[pick, "confirmed"] = True
-        table.loc[group.index, "p_best"] = racing.probability_best(values, labels[experiment, table.at[pick, "trial_id"]], mode)
+        table.loc[group.index, "p_best"] = racing.probability_best(by_label, labels[experiment, table.at[pick, "trial_id"]], mode)
     return table.drop(columns="_values")
 
 

@@ -234,7 +234,8 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
     if options.search == "tpe":
         # the members of a trial are asked together: constant_liar counts the pending ones as bad,
         # so TPE spreads them instead of drawing them all near the current best
-        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=options.members > 1)
+        sampler: optuna.samplers.BaseSampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True,
+                                                                          constant_liar=options.members > 1)
         points = [spaces.default_point(options.space, base)]
     else:
         sampler = optuna.samplers.RandomSampler(seed=options.seed)

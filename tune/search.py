@@ -172,8 +172,9 @@ def search(args: argparse.Namespace) -> int:
     """The command's work: one search per task (every task of a dataset); the worst status."""
     cli.check_resources_args(args)
     tasks, name = [args.task], args.name
-    if searched_tasks(args.task) is not None:
-        tasks, name = searched_tasks(args.task), args.name or f"ssot-{args.task}"
+    dataset_tasks = searched_tasks(args.task)
+    if dataset_tasks is not None:
+        tasks, name = dataset_tasks, args.name or f"ssot-{args.task}"
     worst = cli.EXIT_OK
     for task in tasks:
         kind = "oracle: ranks trials with target labels" if args.metric == "target_acc" else "label-free validator"

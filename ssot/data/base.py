@@ -50,6 +50,12 @@ class TaskData:
         return [k for k in range(self.num_classes) if k not in shared]
 
 
+def num_samples(ds: Dataset) -> int:
+    """The number of samples of a map-style dataset (torch's ``Dataset`` declares no ``__len__``,
+    although every dataset of a task has one)."""
+    return len(ds)  # type: ignore[arg-type]
+
+
 def usable_workers(requested: int) -> int:
     """DataLoader workers: ``requested``, but never more than the CPUs this process may run on
     (its affinity mask: a Ray trial's or a container's share, not the whole machine)."""

@@ -336,7 +336,7 @@ class FeatureViews(Dataset):
         return self.views[v, index], self.labels[index]
 
 
-def seed_views(ds: Dataset, seed: int) -> None:
+def seed_views(ds: Dataset | None, seed: int) -> None:
     """Give the :class:`FeatureViews` under ``ds`` (itself, or wrapped by datasets that expose
     ``.dataset``, such as ``Subset``) a generator of its own seeded with ``seed``; other datasets
     are left alone."""

@@ -113,7 +113,7 @@ def _render_one(font, digit: int, rng: np.random.Generator) -> np.ndarray:
     h, w = img.shape
     scale = side / max(h, w)
     nh, nw = max(1, round(h * scale)), max(1, round(w * scale))
-    small = np.asarray(Image.fromarray(img).resize((nw, nh), Image.BOX), dtype=np.uint8)
+    small = np.asarray(Image.fromarray(img).resize((nw, nh), Image.Resampling.BOX), dtype=np.uint8)
     canvas = np.zeros((32, 32), dtype=np.uint8)
     top, left = int(rng.integers(0, 33 - nh)), int(rng.integers(0, 33 - nw))
     canvas[top:top + nh, left:left + nw] = small

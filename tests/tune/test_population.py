@@ -11,8 +11,10 @@ import time
 import pandas as pd
 import pytest
 
-optuna = pytest.importorskip("optuna")
+pytest.importorskip("optuna")
 pytest.importorskip("ray")
+
+import optuna  # noqa: E402
 
 from ssot.config import SSOTConfig  # noqa: E402
 from tests.fixtures import REPO  # noqa: E402
