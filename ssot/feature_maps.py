@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+import typing
+from collections.abc import Sequence, Sized
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,9 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
     state = load_models(path)
     config = SSOTConfig.from_dict(state["config"], source=f"model file {path}").replace(device="cpu", pretrain_epochs=0)
     trainer = Trainer(config)
-    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(len(trainer.task.source_eval), per_domain, seed))
-    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(len(trainer.task.target_eval), per_domain, seed + 1))
+    sizes = [len(typing.cast(Sized, d)) for d in (trainer.task.source_eval, trainer.task.target_eval)]
+    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(sizes[0], per_domain, seed))
+    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(sizes[1], per_domain, seed + 1))
     labels = torch.cat([dataset_labels(src), dataset_labels(tgt)])
     domain = torch.cat([torch.zeros(len(src), dtype=torch.long), torch.ones(len(tgt), dtype=torch.long)])
     feats = {}
@@ -108,11 +110,11 @@ def embed(features: dict[str, np.ndarray], seed: int, perplexity: float = 30.0) 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", type=Path, help="a model file of python -m ssot.train --save-model")
-    parser.add_argument("--out", type=Path, required=True, help="the embedding (.npz); never overwritten")
-    parser.add_argument("--per-domain", type=int, default=500, help="source and target samples each (default 500)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the subsample and of t-SNE")
+    parser.add_argument("--out", type=Path, required=True, metavar="PATH", help="the embedding (.npz); never overwritten")
+    parser.add_argument("--per-domain", type=int, default=500, metavar="N", help="source and target samples each")
+    cli.add_config_flag(parser, "seed", "here: the subsample's and t-SNE's", default=0)
     return parser
 
 

@@ -35,6 +35,8 @@ import argparse
 import contextlib
 import hashlib
 import sys
+import typing
+from collections.abc import Sized
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +136,7 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
             "pretrained": config.pretrained, "pretrained_path": config.pretrained_path, "seed": config.seed}
     from tqdm.auto import tqdm
 
-    total = (1 + views) * (len(task.source_eval) + len(task.target_eval))
+    total = (1 + views) * sum(len(typing.cast(Sized, d)) for d in (task.source_eval, task.target_eval))
     with tqdm(total=total, desc=f"features {task.name}", unit="img", disable=not progress, dynamic_ncols=True) as bar:
         enc = {side: _encode(backbone, ds, config, device, bar) for side, ds in (("source", task.source_eval), ("target", task.target_eval))}
         aug = {side: torch.stack([_encode(backbone, ds, config, device, bar) for _ in range(views)]) if views else None
@@ -146,15 +148,14 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ssot.features", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="the cache file (.pt); refuses to overwrite")
+    parser = cli.Parser(prog="python -m ssot.features", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, metavar="PATH", help="the cache file (.pt); never overwritten")
     parser.add_argument("--views", type=int, default=0, help="augmented views per image (training transform), besides the eval view")
     parser.add_argument("--encoder", choices=ENCODERS, default="pretrained",
                         help="the backbone's stage: pretrained (source-pretrained, as a search's trials share it), imagenet "
                              "(ResNet-50's ImageNet weights) or untrained (random init; refused by training and search)")
-    parser.add_argument("--config", type=Path, help="JSON config (its model and transform fields are used)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    cli.add_config_file(parser, "its model and transform fields are used, the flags override them")
+    cli.add_quiet(parser)
     return cli.add_config_flags(parser)
 
 

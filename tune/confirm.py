@@ -39,19 +39,20 @@ from tune.final import train_on_ray
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/confirm.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", help="folder (or URI, e.g. s3://bucket/prefix) holding finished experiments, searched recursively")
-    parser.add_argument("--top", type=int, default=3, help="candidates per experiment: its best trials (default 3)")
+    parser = cli.Parser(prog="python tune/confirm.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", metavar="RESULTS",
+                        help="folder (or URI, e.g. s3://bucket/prefix) holding finished experiments, searched recursively")
+    parser.add_argument("--top", type=int, default=3, metavar="K", help="candidates per experiment: its best trials")
     cli.add_seeds(parser, help="seeds of each candidate")
-    parser.add_argument("--out", type=Path, help="output folder (default: RESULTS_DIR/confirmed)")
+    parser.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: RESULTS/confirmed)")
     g = parser.add_argument_group("racing (tune/racing.py)")
     g.add_argument("--race", action="store_true",
                    help="spend seeds only on candidates still in contention (--seeds is the pool, taken in order)")
-    g.add_argument("--budget", type=int, help="with --race: most runs per experiment (default: 3 x --top)")
+    g.add_argument("--budget", type=int, metavar="N", help="with --race: most runs per experiment (default: 3 x --top)")
     g.add_argument("--confidence", type=float, default=0.95,
-                   help="with --race: eliminate a candidate when the leader is better at this one-sided confidence (default 0.95)")
-    g.add_argument("--first-test", type=int, default=2,
-                   help="with --race: seeds every candidate runs before the first test (default 2)")
+                   help="with --race: eliminate a candidate when the leader is better at this one-sided confidence")
+    g.add_argument("--first-test", type=int, default=2, metavar="N",
+                   help="with --race: seeds every candidate runs before the first test")
     r = parser.add_argument_group("resources (as tune/search.py)")
     cli.add_trial_resources(r, "run")
     cli.add_ray_flags(r)
@@ -127,7 +128,7 @@ def _race(candidates: Sequence[confirmation.Candidate], args: argparse.Namespace
     for experiment, group in by_experiment.items():
         by_label = {c.label: c for c in group}
 
-        def evaluate(batch: Sequence[tuple[str, int]]) -> dict:
+        def evaluate(batch: Sequence[tuple[str, int]], by_label: dict = by_label, group: list = group) -> dict:
             got = runs([(by_label[label], s) for label, s in batch])
             records.update(got)
             return {key: confirmation.run_value(record, group[0].metric) for key, record in got.items()}

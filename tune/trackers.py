@@ -30,6 +30,8 @@ config and its lead member's metrics at the top, and every member's under ``memb
     metrics; ``wandb sync wandb/offline-run-*`` uploads them later. (Not in the trial folders:
     Ray copies those to the storage path when a trial ends, before W&B has finished writing.)
 
+The two loggers are Ray's callbacks extended (:mod:`tune.tracker_loggers`, imported with Ray when
+a search starts: this module loads neither, so that ``tune/search.py`` checks its flags first).
 Everything is checked before Ray starts (:func:`tracker_callbacks`), in one line with exit
 status 2: a tracker whose package is missing (``pip install -e ".[trackers]"``), an MLflow
 tracking URI that cannot be used (a sqlite or file location that cannot be created, an HTTP
@@ -46,17 +48,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ray.air.integrations.mlflow import MLflowLoggerCallback
-from ray.air.integrations.wandb import WandbLoggerCallback
-
 from ssot.cli import check_output
 from ssot.errors import ConfigError
-from tune.members import member_status
-from tune.study import study_name
 
-__all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "mlflow_uri", "wandb_dir", "check_trackers",
-           "tracker_callbacks",
-           "MLflowLogger", "OfflineWandbLogger"]
+__all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "STATUS_TAG", "mlflow_uri", "wandb_dir", "check_trackers",
+           "tracker_callbacks"]
 
 #: The names ``--tracker`` takes.
 TRACKERS = ("mlflow", "tensorboard", "wandb-offline")
@@ -69,7 +65,8 @@ WANDB_DIR_ENV = "WANDB_DIR"
 #: Seconds an MLflow server has to answer before the search is refused.
 PROBE_TIMEOUT = 5.0
 
-_STATUS_TAG = "ssot_status"
+#: The tag (MLflow) or config key (W&B) of a trial's status in ``trials.csv``.
+STATUS_TAG = "ssot_status"
 
 
 def mlflow_uri() -> str:
@@ -132,6 +129,9 @@ def _check_mlflow_uri(uri: str) -> None:
 
 def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: int) -> list[Any]:
     """Ray Tune callbacks logging one task's search ``name`` to each tracker in ``names`` (checked first)."""
+    from tune.study import study_name
+    from tune.tracker_loggers import MLflowLogger, OfflineWandbLogger
+
     names = list(dict.fromkeys(names))
     check_trackers(names)
     callbacks: list[Any] = []
@@ -145,52 +145,3 @@ def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: in
     if "wandb-offline" in names:
         callbacks.append(OfflineWandbLogger(max_epochs, project=name, group=task))
     return callbacks
-
-
-def _ended(trial: Any, failed: bool, max_epochs: int) -> str:
-    """The trial's status in ``trials.csv`` (:func:`tune.members.member_status`) from its last
-    result's lead entry (its only member's, in a search of one config per trial)."""
-    last = dict(trial.last_result or {})
-    return member_status([last] if last else [], "failed" if failed else None, max_epochs, True)[0]
-
-
-class MLflowLogger(MLflowLoggerCallback):
-    """Ray's MLflow callback; each run also tagged with its trial id and, at the end, its status."""
-
-    def __init__(self, max_epochs: int, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.max_epochs = max_epochs
-
-    def log_trial_start(self, trial: Any) -> None:
-        self.tags = {**(self.tags or {}), "trial_id": trial.trial_id}
-        super().log_trial_start(trial)
-
-    def log_trial_end(self, trial: Any, failed: bool = False) -> None:
-        from mlflow import MlflowClient
-
-        MlflowClient(self.tracking_uri).set_tag(self._trial_runs[trial], _STATUS_TAG, _ended(trial, failed, self.max_epochs))
-        super().log_trial_end(trial, failed)
-
-
-class OfflineWandbLogger(WandbLoggerCallback):
-    """Ray's W&B callback in offline mode (no account, no network); the trial's status in its config."""
-
-    def __init__(self, max_epochs: int, **kwargs: Any):
-        super().__init__(mode="offline", dir=wandb_dir(), **kwargs)
-        self.max_epochs = max_epochs
-
-    def setup(self, *args: Any, **kwargs: Any) -> None:
-        previous = os.environ.get("WANDB_MODE")
-        os.environ["WANDB_MODE"] = "offline"  # Ray asks for an API key unless W&B is offline
-        try:
-            super().setup(*args, **kwargs)
-        finally:
-            if previous is None:
-                os.environ.pop("WANDB_MODE")
-            else:
-                os.environ["WANDB_MODE"] = previous
-
-    def log_trial_end(self, trial: Any, failed: bool = False) -> None:
-        # a config update without metrics, the run's last entry (a trial that reported nothing gets its run here)
-        self.log_trial_result(0, trial, {"config": {_STATUS_TAG: _ended(trial, failed, self.max_epochs)}})
-        super().log_trial_end(trial, failed)

@@ -147,7 +147,7 @@ def test_search_and_final_runs_on_the_cache(a2w_cache, tmp_path):
                  "--out", str(out)]) == 0
     quick = ["--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2", "--set", "batch_size=8", "--set", "eval_batch_size=64"]
     code = search_main(["--task", "A2W", "--features", str(out), "--num-samples", "2", "--epochs", "1", "--num-cpus", "2",
-                        "--storage-path", str(tmp_path / "runs"), "--verbose", "0", *quick])
+                        "--storage-path", str(tmp_path / "runs"), "--quiet", *quick])
     assert code == 0
     exp = tmp_path / "runs" / "ssot-A2W" / "A2W"
     best = json.loads((exp / "best_config.json").read_text())

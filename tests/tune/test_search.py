@@ -155,7 +155,7 @@ def test_a_search_interrupted_or_killed_at_every_point_resumes_to_the_asked_tria
     log = tmp_path / "kills.log"
     args = ["--task", "digits", "--num-samples", "3", "--epochs", "3", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
             "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
-            "--storage-path", str(tmp_path), "--name", "crash", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+            "--storage-path", str(tmp_path), "--name", "crash", "--quiet", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), ",".join(POINTS), *args], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     exp = tmp_path / "crash" / "digits"
@@ -196,7 +196,7 @@ def test_a_driver_killed_long_after_rays_last_save_leaves_a_study_that_agrees_wi
     log = tmp_path / "kills.log"
     args = ["--task", "digits", "--num-samples", "3", "--epochs", "2", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
             "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
-            "--storage-path", str(tmp_path), "--name", "late", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+            "--storage-path", str(tmp_path), "--name", "late", "--quiet", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     env = {**os.environ, "TUNE_GLOBAL_CHECKPOINT_S": "3600"}
     run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), "completed", *args], cwd=REPO,
                          capture_output=True, text=True, timeout=300, env=env)
@@ -229,7 +229,7 @@ def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_
     try:
         args = ["--task", "digits", "--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set",
                 "iters_per_epoch=5", "--no-early-stop", "--max-concurrent", "1", "--num-cpus", "2", "--max-failures", "0",
-                "--storage-path", str(store), "--name", "ro", "--verbose", "1"]
+                "--storage-path", str(store), "--name", "ro"]
         proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         trials = store / "ro" / "digits" / "trials.csv"
         deadline = time.monotonic() + 240
@@ -285,7 +285,7 @@ def test_a_search_killed_before_it_wrote_experiment_json_leaves_its_name_usable(
     from tune import search
 
     args = ["--task", "digits", "--num-samples", "1", "--epochs", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2",
-            "--num-cpus", "1", "--storage-path", str(tmp_path / "runs"), "--verbose", "0"]
+            "--num-cpus", "1", "--storage-path", str(tmp_path / "runs"), "--quiet"]
     _stale_lock(tmp_path / "runs" / "new" / "digits")
     assert search.main([*args, "--name", "new"]) == 0, capsys.readouterr().err
     assert "removed the stale lock" in capsys.readouterr().out
@@ -304,7 +304,7 @@ def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
     from tune.reaper import _processes, descendants
 
     driver = subprocess.Popen([*SEARCH, "--task", "digits", "--num-samples", "2", "--epochs", "30", "--set", "pretrain_epochs=1",
-                               "--num-cpus", "2", "--storage-path", str(tmp_path), "--verbose", "0"],
+                               "--num-cpus", "2", "--storage-path", str(tmp_path), "--quiet"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     trials = tmp_path / "ssot-digits" / "digits"
     deadline = time.monotonic() + 240
