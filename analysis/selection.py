@@ -1,7 +1,7 @@
 """Regret of label-free model selection against the oracle (target accuracy).
 
-    python analysis/selection.py RESULTS_DIR            # -> RESULTS_DIR/selection.csv, selection.md
-    python analysis/selection.py RESULTS_DIR --out DIR
+    python analysis/selection.py RESULTS            # -> RESULTS/selection.csv, selection.md
+    python analysis/selection.py RESULTS --out DIR
     python analysis/selection.py s3://bucket/ssot --out DIR   # experiments in object storage
 
 The tables are computed by :mod:`analysis.data.selection` (hyperparameter and epoch selection,

@@ -1,10 +1,10 @@
 """Sensitivity heatmaps and the interactive dashboard of every experiment under a results folder.
 
-    python analysis/sensitivity.py RESULTS_DIR          # or: python -m analysis.sensitivity
-    python analysis/sensitivity.py RESULTS_DIR --out reports/p2h.html   # + reports/p2h_figures/
+    python analysis/sensitivity.py RESULTS          # or: python -m analysis.sensitivity
+    python analysis/sensitivity.py RESULTS --out reports/p2h.html   # + reports/p2h_figures/
     python analysis/sensitivity.py s3://bucket/ssot --out dashboard.html   # object storage
-    # -> RESULTS_DIR/dashboard.html (self-contained, opens offline)
-    #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
+    # -> RESULTS/dashboard.html (self-contained, opens offline)
+    #    RESULTS/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
     #    the experiment's default view) and <task>__<experiment>__curves.pdf/.png, drawn with
     #    matplotlib: no browser needed (--image-backend plotly uses kaleido and Chromium instead)
 
@@ -17,7 +17,7 @@ views of an ASHA search are one click away. A search still running is drawn as f
 with a banner saying that it is partial. Importances carry bootstrap intervals
 (``--bootstrap N`` resamples, default 200; about 0.15 s per resample of 20 trials on a CPU core).
 
-The dashboard also draws the paper's other analyses found under RESULTS_DIR (run records of
+The dashboard also draws the paper's other analyses found under RESULTS (run records of
 ``tune/ablation.py``, ``tune/solvers.py``, ``tune/final.py`` or ``--out``, and t-SNE files of
 ``python -m ssot.feature_maps``): class weights vs the truth, OT solvers, feature maps
 (:mod:`analysis.dashboard.paper_section`); a folder holding only those is drawn too.

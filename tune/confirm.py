@@ -1,11 +1,11 @@
 """Confirm the top configs of each search over new seeds and pick by the mean (the winner's curse).
 
-    python tune/confirm.py RESULTS_DIR --top 3 --seeds 0 1 2          # -> RESULTS_DIR/confirmed/
-    python tune/confirm.py RESULTS_DIR --top 3 --seeds 0 1 2 --out confirmed --address auto
-    python tune/final.py RESULTS_DIR/confirmed --seeds 0 1 2 --out final   # confirmed configs, as exported ones
-    python tune/confirm.py RESULTS_DIR --top 5 --race --seeds 1 2 3 4 5 6 7 8 9 10 --budget 15   # racing
+    python tune/confirm.py RESULTS --top 3 --seeds 0 1 2          # -> RESULTS/confirmed/
+    python tune/confirm.py RESULTS --top 3 --seeds 0 1 2 --out confirmed --address auto
+    python tune/final.py RESULTS/confirmed --seeds 0 1 2 --out final   # confirmed configs, as exported ones
+    python tune/confirm.py RESULTS --top 5 --race --seeds 1 2 3 4 5 6 7 8 9 10 --budget 15   # racing
 
-Every finished experiment under RESULTS_DIR (searched recursively) has its ``--top`` best trials
+Every finished experiment under RESULTS (searched recursively) has its ``--top`` best trials
 (the best-trial rule of ``tune/py``: trials that reached the last epoch, ranked by the
 experiment's metric) re-run once per seed, each (trial, seed) a Ray task with the search's
 resource flags. Each run record is written to ``OUT/runs/<task>/<trial>_seed<s>.json`` as soon as

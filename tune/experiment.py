@@ -41,7 +41,7 @@ from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outp
 from tune.replay import Reference, read_reference
 from tune.searcher import StudySearcher, StudySync
 from tune.study import StudyMirror, check_study, public_url, study_name
-from tune.trackers import tracker_callbacks
+from tune.tracker_loggers import tracker_callbacks
 from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 
 

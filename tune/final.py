@@ -1,17 +1,17 @@
 """Final multi-seed runs of exported configs, and the results table beside the paper.
 
-    python tune/final.py CONFIG_DIR --seeds 0 1 2 --out RESULTS_DIR
-    python tune/final.py configs/P2I.json configs/A2W.json --seeds 0 1 2 --out RESULTS_DIR
+    python tune/final.py CONFIG_DIR --seeds 0 1 2 --out OUT
+    python tune/final.py configs/P2I.json configs/A2W.json --seeds 0 1 2 --out OUT
     python tune/final.py CONFIG_DIR --seeds 0 1 --epochs 1 --device cpu --out /tmp/check   # quick check
-    python tune/final.py CONFIG_DIR --features a2w.pt --out RESULTS_DIR        # on a feature cache
-    python tune/final.py ray_results/confirmed --seeds 0 1 2 --out RESULTS_DIR  # confirmed configs (tune/confirm.py)
+    python tune/final.py CONFIG_DIR --features a2w.pt --out OUT        # on a feature cache
+    python tune/final.py ray_results/confirmed --seeds 0 1 2 --out OUT  # confirmed configs (tune/confirm.py)
 
 Each config (a ``<task>.json`` written by ``tune/export.py`` or ``tune/confirm.py``, or any config
 file) is trained once per seed with :func:`ssot.trainer.run`. Each run record is written to
-``RESULTS_DIR/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
+``OUT/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
 there is reused instead of retrained, so an interrupted final run continues where it stopped by
 rerunning the same command. The table (:mod:`ssot.results.final_table`) is written to
-``RESULTS_DIR/results.csv`` and ``RESULTS_DIR/results.md``; existing tables are never
+``OUT/results.csv`` and ``OUT/results.md``; existing tables are never
 overwritten. Exit statuses: :mod:`ssot.cli` (2: bad input, refused before training; 1: a run did
 not complete, diverged).
 """

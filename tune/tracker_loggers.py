@@ -1,19 +1,39 @@
-"""The experiment trackers' loggers: Ray Tune's MLflow and W&B callbacks, extended to record how
-each trial ended (:mod:`tune.trackers` owns the trackers' names, settings and checks, and builds
-these when a search starts: they import Ray).
+"""The experiment trackers' Ray Tune callbacks (:func:`tracker_callbacks`): Ray's MLflow and W&B
+callbacks extended to record how each trial ended, Ray's TensorBoard callback. :mod:`tune.trackers`
+owns the trackers' names, packages, settings and checks, without Ray; this module imports Ray and
+is imported when a search starts.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback
 
 from tune.members import member_status
-from tune.trackers import STATUS_TAG, wandb_dir
+from tune.study import study_name
+from tune.trackers import STATUS_TAG, check_trackers, mlflow_uri, wandb_dir
 
-__all__ = ["MLflowLogger", "OfflineWandbLogger"]
+__all__ = ["tracker_callbacks", "MLflowLogger", "OfflineWandbLogger"]
+
+
+def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: int) -> list[Any]:
+    """Ray Tune callbacks logging one task's search ``name`` to each tracker in ``names`` (checked first)."""
+    names = list(dict.fromkeys(names))
+    check_trackers(names)
+    callbacks: list[Any] = []
+    if "mlflow" in names:
+        callbacks.append(MLflowLogger(max_epochs, tracking_uri=mlflow_uri(), experiment_name=study_name(name, task),
+                                      tags={"task": task}))
+    if "tensorboard" in names:
+        from ray.tune.logger import TBXLoggerCallback
+
+        callbacks.append(TBXLoggerCallback())
+    if "wandb-offline" in names:
+        callbacks.append(OfflineWandbLogger(max_epochs, project=name, group=task))
+    return callbacks
 
 
 def _ended(trial: Any, failed: bool, max_epochs: int) -> str:

@@ -1,7 +1,7 @@
 """The experiment trackers a search can log to: MLflow, TensorBoard, Weights & Biases offline.
 
 ``python tune/search.py --tracker mlflow --tracker tensorboard --tracker wandb-offline`` adds Ray
-Tune's logger callbacks to the search (:func:`tracker_callbacks`). Each Ray trial becomes one run of
+Tune's logger callbacks to the search (:func:`tune.tracker_loggers.tracker_callbacks`). Each Ray trial becomes one run of
 the tracker, with the trial's parameters (its whole config), every epoch's metrics (the target
 accuracy, every validator, the losses, ``diverged``; step = Ray's training iteration = the epoch)
 and how it ended. A trial reports in :mod:`tune.members`' format: in a search of one config per
@@ -30,9 +30,9 @@ config and its lead member's metrics at the top, and every member's under ``memb
     metrics; ``wandb sync wandb/offline-run-*`` uploads them later. (Not in the trial folders:
     Ray copies those to the storage path when a trial ends, before W&B has finished writing.)
 
-The two loggers are Ray's callbacks extended (:mod:`tune.tracker_loggers`, imported with Ray when
+The callbacks are Ray's, two of them extended (:mod:`tune.tracker_loggers`, imported with Ray when
 a search starts: this module loads neither, so that ``tune/search.py`` checks its flags first).
-Everything is checked before Ray starts (:func:`tracker_callbacks`), in one line with exit
+Everything is checked before Ray starts (:func:`check_trackers`), in one line with exit
 status 2: a tracker whose package is missing (``pip install -e ".[trackers]"``), an MLflow
 tracking URI that cannot be used (a sqlite or file location that cannot be created, an HTTP
 server that does not answer within a few seconds, a store MLflow itself refuses, such as the file
@@ -46,13 +46,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ssot.cli import check_output
 from ssot.errors import ConfigError
 
-__all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "STATUS_TAG", "mlflow_uri", "wandb_dir", "check_trackers",
-           "tracker_callbacks"]
+__all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "STATUS_TAG", "mlflow_uri", "wandb_dir", "check_trackers"]
 
 #: The names ``--tracker`` takes.
 TRACKERS = ("mlflow", "tensorboard", "wandb-offline")
@@ -125,23 +123,3 @@ def _check_mlflow_uri(uri: str) -> None:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{where} cannot be used by MLflow ({first}). Set {MLFLOW_URI_ENV} to a database such as "
                           "sqlite:///mlflow.db or a tracking server's http:// URL.") from None
-
-
-def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: int) -> list[Any]:
-    """Ray Tune callbacks logging one task's search ``name`` to each tracker in ``names`` (checked first)."""
-    from tune.study import study_name
-    from tune.tracker_loggers import MLflowLogger, OfflineWandbLogger
-
-    names = list(dict.fromkeys(names))
-    check_trackers(names)
-    callbacks: list[Any] = []
-    if "mlflow" in names:
-        callbacks.append(MLflowLogger(max_epochs, tracking_uri=mlflow_uri(), experiment_name=study_name(name, task),
-                                      tags={"task": task}))
-    if "tensorboard" in names:
-        from ray.tune.logger import TBXLoggerCallback
-
-        callbacks.append(TBXLoggerCallback())
-    if "wandb-offline" in names:
-        callbacks.append(OfflineWandbLogger(max_epochs, project=name, group=task))
-    return callbacks

@@ -36,12 +36,11 @@ def check_task(config: SSOTConfig) -> None:
     """
     from ssot.data.registry import check_function, task
     from ssot.errors import DataError
-    from ssot.results import storage
 
     spec_task = task(config.task)
     for path, what, build in ((config.features_path, "Feature cache", f"python -m ssot.features --task {spec_task.name}"),
                               (config.image_cache, "Decoded-image cache", f"python -m ssot.data prepare --task {spec_task.name}")):
-        if path and not storage.is_uri(path) and not Path(path).expanduser().is_file():
+        if path and not Path(path).expanduser().is_file():  # both are local files (read with open and torch.load)
             state = "is a folder, not a file" if Path(path).expanduser().is_dir() else "does not exist"
             raise DataError(f"{what} {path} {state}. Build it with `{build} --out {path}`.")
         if path:

@@ -70,6 +70,14 @@ def test_command_line_ranges_and_grid_options():
         options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--lambda-ot-range", "1", "2"]), "digits", None)
 
 
+def _fake_searches(monkeypatch, fake_run_search) -> None:
+    """Replace the searches ``tune/search.py`` runs (it imports them once its flags and data are checked)."""
+    from tune import experiment, outputs
+
+    monkeypatch.setattr(experiment, "run_search", fake_run_search)
+    monkeypatch.setattr(outputs, "summary_lines", lambda frame, info: [info["task"]])
+
+
 def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
     import pandas as pd
 
@@ -82,8 +90,7 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
         seen.append((options.task, options.name))
         return SearchOutcome(path=f"x/{options.name}/{options.task}", trials=pd.DataFrame(), best_config=None, finished=True)
 
-    monkeypatch.setattr(search, "run_search", fake_run_search)
-    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    _fake_searches(monkeypatch, fake_run_search)
     from ssot.cli import EXIT_NO_RESULT as EXIT_NOTHING_USABLE
 
     # the fake searches return no trial, hence "nothing usable"; what is checked is the expansion
@@ -104,8 +111,7 @@ def test_the_summary_of_a_finished_search_names_the_next_commands_with_its_folde
         info = {"task": options.task, "status": "finished", "optuna_storage": "sqlite:////tmp/o.db", "optuna_study": "exp/digits"}
         return SearchOutcome(path=f"/runs/exp/{options.task}", trials=pd.DataFrame(), best_config=SSOTConfig(), finished=True, info=info)
 
-    monkeypatch.setattr(search, "run_search", fake_run_search)
-    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    _fake_searches(monkeypatch, fake_run_search)
     assert search.main(["--task", "digits", "--name", "exp", "--storage-path", "/runs"]) == 0
     out = capsys.readouterr().out
     for command in ("python analysis/sensitivity.py /runs/exp ", "python tune/confirm.py /runs/exp --top 3 --seeds 1 2 3",
