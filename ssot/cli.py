@@ -69,10 +69,18 @@ the project and its dependencies as an entry point does, and no module edits ``s
 
 Flags
 -----
-The same thing has the same flag and default everywhere: :func:`add_config_flags` (every field of
-:class:`ssot.config.SSOTConfig`), :func:`add_seeds`, :func:`add_device`, :func:`add_ray_flags`
-(``--num-cpus``, ``--address``), :func:`add_trial_resources` (``--cpus-per-trial``,
-``--gpus-per-trial``). Outputs are checked before any work by :func:`check_output`.
+Every command's parser is a :class:`Parser`: a flag is never abbreviated (``--epoch`` is refused,
+naming ``--epochs``), a mistyped choice or sub-command gets the closest valid one, each default is
+shown once as ``(default: X)`` (:class:`HelpFormatter`), and the usage names the command as it was
+run (:func:`invoked_as`). The same thing has the same flag and default everywhere: a config field's
+flag comes from its metadata (:func:`add_config_flag`, :func:`add_config_flags` for all of them;
+an invalid value is refused naming the flag typed, :func:`flag_errors`), and the shared flags
+come from one function each: :func:`add_seeds` (``0 1 2``), :func:`add_quiet` (``--quiet``,
+the search's ``--verbose``), :func:`add_config_file` (``--config``), :func:`add_figure_flags`
+(``--format``, ``--no-images``), :func:`add_ray_flags` (``--num-cpus``, ``--address``),
+:func:`add_trial_resources` (``--cpus-per-trial``, ``--gpus-per-trial``). Outputs are checked
+before any work by :func:`check_output`; a command that reads a task's data finds it first without
+loading torch or Ray (:func:`ssot.data.check_task`).
 """
 from __future__ import annotations
 
