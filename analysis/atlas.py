@@ -67,7 +67,7 @@ def atlas(args: argparse.Namespace) -> int:
     from analysis.data.transfer import find_atlas_transfer
     from ssot.results import storage
     from ssot.results.searches import task_searches
-    from ssot.results.transfer import MANIFEST_FILE, Transfer, read_transfer
+    from ssot.results.transfer import MANIFEST_FILE, read_transfer
 
     if args.bootstrap < 0:
         raise ResultsError(f"The '--bootstrap' argument must be an int in [0, inf). Got {args.bootstrap} instead.")
@@ -80,11 +80,9 @@ def atlas(args: argparse.Namespace) -> int:
         if not (args.transfer / MANIFEST_FILE).is_file():
             raise ResultsError(f"--transfer {args.transfer} holds no {MANIFEST_FILE}: pass the --out folder of a finished "
                                "tune/transfer.py (rerun it to finish an interrupted one).")
-        read = read_transfer(args.transfer)
-        if not read.manifest:
-            raise ResultsError(f"--transfer {args.transfer}: {read.problems[0].message}")
-        transfer: Transfer | None = read
-        notes: list[str] = []
+        transfer, notes = read_transfer(args.transfer), []
+        if not transfer.manifest:
+            raise ResultsError(f"--transfer {args.transfer}: {transfer.problems[0].message}")
     else:
         local = [] if storage.is_uri(args.results_dir) else [args.results_dir]
         transfer, notes = find_atlas_transfer(local, [t.task for t in chosen.tasks])

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import typing
-from collections.abc import Sequence, Sized
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +76,8 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
     state = load_models(path)
     config = SSOTConfig.from_dict(state["config"], source=f"model file {path}").replace(device="cpu", pretrain_epochs=0)
     trainer = Trainer(config)
-    sizes = [len(typing.cast(Sized, d)) for d in (trainer.task.source_eval, trainer.task.target_eval)]
-    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(sizes[0], per_domain, seed))
-    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(sizes[1], per_domain, seed + 1))
+    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(len(trainer.task.source_eval), per_domain, seed))
+    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(len(trainer.task.target_eval), per_domain, seed + 1))
     labels = torch.cat([dataset_labels(src), dataset_labels(tgt)])
     domain = torch.cat([torch.zeros(len(src), dtype=torch.long), torch.ones(len(tgt), dtype=torch.long)])
     feats = {}

@@ -35,8 +35,6 @@ import argparse
 import contextlib
 import hashlib
 import sys
-import typing
-from collections.abc import Sized
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +134,7 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
             "pretrained": config.pretrained, "pretrained_path": config.pretrained_path, "seed": config.seed}
     from tqdm.auto import tqdm
 
-    total = (1 + views) * sum(len(typing.cast(Sized, d)) for d in (task.source_eval, task.target_eval))
+    total = (1 + views) * (len(task.source_eval) + len(task.target_eval))
     with tqdm(total=total, desc=f"features {task.name}", unit="img", disable=not progress, dynamic_ncols=True) as bar:
         enc = {side: _encode(backbone, ds, config, device, bar) for side, ds in (("source", task.source_eval), ("target", task.target_eval))}
         aug = {side: torch.stack([_encode(backbone, ds, config, device, bar) for _ in range(views)]) if views else None

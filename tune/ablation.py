@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
     return {name: [records[name, s] for s in seeds] for name in variants}
 
 
-def ablation_table(by_task: Mapping[str, Mapping[str, Sequence[dict[str, Any] | RunRecord]]]) -> pd.DataFrame:
+def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any] | RunRecord]]]) -> pd.DataFrame:
     """Long table: task, variant, mean, std (target accuracy in %, the final accuracy of each
     completed run), n_seeds, n_completed."""
     rows = []

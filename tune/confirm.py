@@ -128,7 +128,7 @@ def _race(candidates: Sequence[confirmation.Candidate], args: argparse.Namespace
     for experiment, group in by_experiment.items():
         by_label = {c.label: c for c in group}
 
-        def evaluate(batch: Sequence[tuple[str, int]], by_label: dict = by_label, group: list = group) -> dict:
+        def evaluate(batch: Sequence[tuple[str, int]]) -> dict:
             got = runs([(by_label[label], s) for label, s in batch])
             records.update(got)
             return {key: confirmation.run_value(record, group[0].metric) for key, record in got.items()}

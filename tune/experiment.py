@@ -228,7 +228,6 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
 
     if options.search == "grid":
         return None
-    sampler: optuna.samplers.BaseSampler
     if options.search == "tpe":
         # the members of a trial are asked together: constant_liar counts the pending ones as bad,
         # so TPE spreads them instead of drawing them all near the current best

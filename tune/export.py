@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +113,7 @@ def load_experiment(experiment: Experiment | str | Path) -> ExportCandidate:
     experiment = check_finished(experiment if isinstance(experiment, Experiment) else read_experiment(experiment))
     path = experiment.path
     try:
-        config = SSOTConfig.from_dict(typing.cast(dict, experiment.best_config), source=f"{path}/{BEST_CONFIG_FILE}")
+        config = SSOTConfig.from_dict(experiment.best_config, source=f"{path}/{BEST_CONFIG_FILE}")
     except SSOTError as exc:
         raise ResultsError(str(exc).rstrip(".")) from None
     if config.task != experiment.task:
@@ -175,7 +174,7 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     cli.check_output(config_dir, "--out", folder=True, inputs=inputs)
     report = ExportReport()
     found = read_candidates(results_dir)
-    loaded: list[ExportCandidate] = []
+    loaded = []
     for experiment in found:
         try:
             loaded.append(load_experiment(experiment))
@@ -184,14 +183,12 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
             # the problems of its trials.csv, which the skip may be due to (rows lost or changed)
             shown = [str(p) for p in experiment.problems if Path(str(p.path)).name == TRIALS_FILE]
             report.problems.extend(shown)
-            if warn is not None:
-                for line in [report.skipped[-1], *shown]:
-                    warn(line)
+            for line in [report.skipped[-1], *shown] if warn is not None else ():
+                warn(line)
         else:  # what the reader worked around in a used experiment (e.g. rows of a truncated trials.csv)
             report.problems.extend(str(p) for p in experiment.problems)
-            if warn is not None:
-                for problem in experiment.problems:
-                    warn(str(problem))
+            for problem in experiment.problems if warn is not None else ():
+                warn(str(problem))
     if not loaded:
         raise ResultsError(f"No finished, readable experiment among the {len(found)} under {results_dir}.")
     chosen = choose_per_task(loaded)
@@ -200,9 +197,9 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()], exists_ok=overwrite,
                      hint="pass --overwrite to replace it or choose another --out", inputs=inputs)
     config_dir.mkdir(parents=True, exist_ok=True)
-    for task, (candidate, n) in chosen.items():
-        candidate.config.to_json(targets[task])
-        report.exported.append(Exported(task, candidate.accuracy, candidate.path, targets[task], n))
+    for task, (experiment, n) in chosen.items():
+        experiment.config.to_json(targets[task])
+        report.exported.append(Exported(task, experiment.accuracy, experiment.path, targets[task], n))
     return report
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-import typing
 from typing import Any
 
 import pandas as pd
@@ -68,8 +67,7 @@ class LiveOutputs(ray_tune.Callback):
         self.trials: dict[str, TrialHistory] = {}
         self.failed = False
 
-    def setup(self, stop: Any = None, num_samples: int | None = None, total_num_samples: int | None = None,
-              **info: Any) -> None:
+    def setup(self, **info: Any) -> None:
         self.trials = {t.trial_id: t for t in recorded(self.path)}
 
     def _trial(self, trial: Any) -> TrialHistory:
@@ -145,8 +143,7 @@ class TrialLines(ray_tune.Callback):
         self.path = path
         self.total, self.metric, self.earlier, self.started = 0, DEFAULT_METRIC, 0.0, time.monotonic()
 
-    def setup(self, stop: Any = None, num_samples: int | None = None, total_num_samples: int | None = None,
-              **info: Any) -> None:
+    def setup(self, **info: Any) -> None:
         meta = storage.read_json(storage.join(self.path, EXPERIMENT_FILE)) or {}
         self.total = expected_configs(meta) if meta else 0
         self.metric = str(meta.get("metric") or DEFAULT_METRIC)
@@ -177,8 +174,7 @@ class TrialLines(ray_tune.Callback):
     def _line(self, trials: list, trial: Any, suffix: str) -> None:
         result, listed = trial.last_result or {}, members.members_of(trial.config, trial.trial_id)
         entries = members.entries(result)
-        lead = typing.cast(str, members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries
-                           else next(iter(listed)))
+        lead = members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries else next(iter(listed))
         entry, config = entries.get(lead, {}), listed.get(lead, {})
         shown = dict.fromkeys((self.metric, "target_acc"))
         values = ", ".join(f"{m} {entry[m]:.4f}" for m in shown if members.finite(entry.get(m)) is not None) or "no result"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +39,13 @@ def table_path(out_dir: str | Path) -> Path:
     return Path(out_dir) / "solvers.md"
 
 
-def solver_table(by_solver: Mapping[str, Sequence[dict[str, Any] | RunRecord]]) -> str:
+def solver_table(by_solver: dict[str, list[dict[str, Any] | RunRecord]]) -> str:
     """Markdown: solver, final target accuracy (%) and last-epoch OT value of the runs with an
     adaptation epoch, time per epoch (s)."""
     rows = []
     for name, runs in by_solver.items():
         done = [r for r in records(runs) if r.epochs]
-        acc = statistics.fmean(100 * (r.final_acc or 0.0) for r in done) if done else float("nan")
+        acc = statistics.fmean(100 * r.final_acc for r in done) if done else float("nan")
         val = statistics.fmean(r.epochs[-1]["ot_value"] for r in done) if done else float("nan")
         t = statistics.fmean(e["time_s"] for r in done for e in r.epochs) if done else float("nan")
         rows.append([name, f"{acc:.1f}", f"{val:.4g}", f"{t:.2f}"])

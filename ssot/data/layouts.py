@@ -235,7 +235,6 @@ def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Samp
         samples = load_image_list(where.list_file, where.base, spec.num_classes)
         origin = where.list_file
     else:
-        assert where.class_root is not None  # a location is a list file or a folder of class folders
         samples, origin = scan_class_folders(where.class_root, spec), where.class_root
     if not samples:
         raise DataError(f"no images in {origin}; expected layout "
