@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch

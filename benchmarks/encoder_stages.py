@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             order = np.argsort(-acc[keep], kind="stable")
             best = np.nanmax(truth[keep])
             regrets = ", ".join(f"top-{k} {100 * (best - truth[keep][order[:k]].max()):.1f}" for k in args.k)
-            print(f"  {stage:10s}: Spearman {spearman(acc[keep].tolist(), truth[keep].tolist()):.2f}, Kendall {kendall_tau_b(acc[keep].tolist(), truth[keep].tolist()):.2f}; "
+            screened, ended = acc[keep].tolist(), truth[keep].tolist()
+            print(f"  {stage:10s}: Spearman {spearman(screened, ended):.2f}, Kendall {kendall_tau_b(screened, ended):.2f}; "
                   f"regret (points) {regrets}; screen accuracies {100 * acc.min():.1f}-{100 * acc.max():.1f} %; {wall:.0f} s",
                   flush=True)
     return 0

@@ -64,7 +64,7 @@ def body(example: common.Example) -> int:
     results = example.out / "ray_results"
     epochs = [] if example.smoke or example.task != "embedded" else ["--epochs", "6"]
     example.run("tune/search.py", "--task", example.task, *example.search_flags(30), *epochs, "--no-early-stop",
-                *example.data_flags(), "--storage-path", results, "--verbose", "0")
+                *example.data_flags(), "--storage-path", results, "--quiet")
     example.run("tune/transfer.py", results, "--out", results / "transfer", *example.seeds(0, 1, 2),
                 *(["--num-cpus", "2"] if example.smoke else []))
     example.run("analysis/atlas.py", results, "--out", example.out / "atlas")

@@ -42,9 +42,9 @@ def body(example: common.Example) -> int:
     grid_flags = ["--num-cpus", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=3",
                   "--grace-period", "1"] if example.smoke else []
     example.run("tune/search.py", "--task", example.task, "--search", "grid", *grid_flags, *example.data_flags(),
-                "--storage-path", results, "--name", "grid", "--verbose", "0")
+                "--storage-path", results, "--name", "grid", "--quiet")
     example.run("tune/search.py", "--task", example.task, *example.search_flags(20), *example.data_flags(),
-                "--storage-path", results, "--name", "tpe", "--verbose", "0")
+                "--storage-path", results, "--name", "tpe", "--quiet")
     for name in ("grid", "tpe"):
         example.run("tune/export.py", results / name, "--out", example.out / f"configs-{name}")
         example.run("tune/final.py", example.out / f"configs-{name}", *example.seeds(0, 1, 2),

@@ -76,7 +76,7 @@ def body(example: common.Example) -> int:
     for seed in (0,) if example.smoke else (0, 1, 2):
         example.run("tune/search.py", "--task", task, "--search", "random", *example.search_flags(32), "--no-early-stop",
                     "--seed", seed, *([] if example.smoke else ["--num-cpus", "2"]), *example.data_flags(),
-                    "--storage-path", results, "--name", f"random-s{seed}", "--verbose", "0")
+                    "--storage-path", results, "--name", f"random-s{seed}", "--quiet")
     example.run("analysis/selection.py", results, "--out", example.out / "selection")
     if example.args.confirm_seeds and not example.dry:
         seeds = example.args.confirm_seeds[:1] if example.smoke else example.args.confirm_seeds

@@ -109,11 +109,11 @@ def embed(features: dict[str, np.ndarray], seed: int, perplexity: float = 30.0) 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", type=Path, help="a model file of python -m ssot.train --save-model")
-    parser.add_argument("--out", type=Path, required=True, help="the embedding (.npz); never overwritten")
-    parser.add_argument("--per-domain", type=int, default=500, help="source and target samples each (default 500)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the subsample and of t-SNE")
+    parser.add_argument("--out", type=Path, required=True, metavar="PATH", help="the embedding (.npz); never overwritten")
+    parser.add_argument("--per-domain", type=int, default=500, metavar="N", help="source and target samples each")
+    cli.add_config_flag(parser, "seed", "here: the subsample's and t-SNE's", default=0)
     return parser
 
 

@@ -146,15 +146,14 @@ def build_feature_cache(config: SSOTConfig, out: str | Path, *, views: int = 0, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ssot.features", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="the cache file (.pt); refuses to overwrite")
+    parser = cli.Parser(prog="python -m ssot.features", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, metavar="PATH", help="the cache file (.pt); never overwritten")
     parser.add_argument("--views", type=int, default=0, help="augmented views per image (training transform), besides the eval view")
     parser.add_argument("--encoder", choices=ENCODERS, default="pretrained",
                         help="the backbone's stage: pretrained (source-pretrained, as a search's trials share it), imagenet "
                              "(ResNet-50's ImageNet weights) or untrained (random init; refused by training and search)")
-    parser.add_argument("--config", type=Path, help="JSON config (its model and transform fields are used)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    cli.add_config_file(parser, "its model and transform fields are used, the flags override them")
+    cli.add_quiet(parser)
     return cli.add_config_flags(parser)
 
 

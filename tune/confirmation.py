@@ -7,7 +7,7 @@ diverged or errored; same metric, direction and tie rule), over several seeds an
 mean. ``tune/confirm.py`` runs it; this module owns what it writes.
 
 Files of a confirmation folder ``OUT`` (``tune/confirm.py``'s ``--out``, default
-``RESULTS_DIR/confirmed``)
+``RESULTS/confirmed``)
     ``OUT/<task>.json``
         the confirmed config of the task's experiment, a full :class:`ssot.config.SSOTConfig`
         exactly as ``tune/export.py`` writes one, so ``python tune/final.py OUT`` and
@@ -137,7 +137,7 @@ def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], N
         task = best[0].task
         if task in seen:
             raise ResultsError(f"The experiments {seen[task]} and {experiment.path} are both for task {task!r}; "
-                               "pass one experiment folder as RESULTS_DIR.")
+                               "pass one experiment folder as RESULTS.")
         seen[task] = experiment.path
         if len(best) < top:
             warn(f"{task}: only {len(best)} trial(s) reached the last epoch; confirming those")

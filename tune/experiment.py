@@ -18,7 +18,6 @@ from typing import Any
 
 from ray import tune as ray_tune
 
-from ssot.cli import check_output
 from ssot.config import SSOTConfig
 from ssot.data import build_task
 from ssot.data.features import cache_provenance
@@ -37,12 +36,12 @@ from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_
 # by their module path and restores them on --resume.
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines, recorded  # noqa: F401
 from tune.members import TRIAL_FORMAT
-from tune.options import SearchOptions, base_config, experiment_root
+from tune.options import SearchOptions, base_config, check_options, experiment_root
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
 from tune.replay import Reference, read_reference
 from tune.searcher import StudySearcher, StudySync
 from tune.study import StudyMirror, check_study, public_url, study_name
-from tune.trackers import tracker_callbacks
+from tune.tracker_loggers import tracker_callbacks
 from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 
 
@@ -54,9 +53,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     ``ray start``), else starts a local Ray (shut down again at the end). Every check of the
     options, the data and the experiment folder happens before Ray starts.
     """
-    options.validate()
-    # a file in the way, no permission, an unreachable store, a missing bucket, no credentials: one line, before any trial
-    check_output(options.storage_path, "--storage-path", folder=True)
+    check_options(options)  # the options, the storage location, the data: one line, before any trial
     if address:
         check_reachable(address)
     cpus, why = cpu_share(options, address, num_cpus)

@@ -1,11 +1,11 @@
 """Export the best config of each task's finished search, ready for the final runs.
 
-    python tune/export.py RESULTS_DIR --out CONFIG_DIR [--overwrite]
-    python -m tune.export RESULTS_DIR --out CONFIG_DIR
+    python tune/export.py RESULTS --out CONFIG_DIR [--overwrite]
+    python -m tune.export RESULTS --out CONFIG_DIR
     python tune/export.py s3://bucket/ssot --out CONFIG_DIR      # experiments in object storage
 
 An experiment is a folder holding ``experiment.json``, ``trials.csv`` and ``best_config.json``
-(:mod:`ssot.results.experiment`); experiments are found by searching RESULTS_DIR recursively. For
+(:mod:`ssot.results.experiment`); experiments are found by searching RESULTS recursively. For
 each task, the exported ``CONFIG_DIR/<task>.json`` is the ``best_config.json`` of one finished
 experiment, validated through :class:`ssot.config.SSOTConfig` and written back, so it is exactly
 a valid config for ``python tune/final.py`` and ``python -m ssot.train --config``.
@@ -212,9 +212,10 @@ def _describe(item: Exported) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/export.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", help="folder holding finished experiments (searched recursively), or a URI such as s3://bucket/prefix")
-    parser.add_argument("--out", type=Path, required=True, help="folder receiving one <task>.json per task")
+    parser = cli.Parser(prog="python tune/export.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", metavar="RESULTS",
+                        help="folder holding finished experiments (searched recursively), or a URI such as s3://bucket/prefix")
+    parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="folder receiving one <task>.json per task")
     parser.add_argument("--overwrite", action="store_true", help="replace existing configs in --out")
     return parser
 

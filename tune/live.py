@@ -135,7 +135,7 @@ def last_error_line(trial: Any) -> tuple[str | None, str | None]:
 class TrialLines(ray_tune.Callback):
     """One printed line per ended trial: the progress against ``--num-samples`` (configs ended,
     elapsed time, an estimate of what is left), then the trial's lead member (module
-    :mod:`tune.members`): its epoch, its value and its config (Ray's own tables are ``--verbose 2``).
+    :mod:`tune.members`): its epoch, its value and its config (Ray's own tables are ``--verbose``).
 
     ``path`` is the experiment's folder: its ``experiment.json`` gives the configs asked for and
     the wall time of earlier runs (a resumed search counts on)."""

@@ -29,7 +29,6 @@ keeps only the samples of the dataset's partial target classes.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,25 +40,17 @@ from torchvision import transforms as T
 
 from ssot.data.augment import IMAGENET_MEAN, IMAGENET_STD
 from ssot.data.base import TaskData
-from ssot.data.layouts import IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders  # noqa: F401  (re-exported: the loaders' public names)
+from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
+    DATA_ROOT_ENV,
+    IMAGE_EXTENSIONS,
+    Sample,
+    find_domain_samples,
+    load_image_list,
+    resolve_data_root,
+    scan_class_folders,
+)
 from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
 from ssot.errors import ConfigError, DataError
-
-DATA_ROOT_ENV = "SSOT_DATA_ROOT"
-
-
-def resolve_data_root(data_root: str | Path | None) -> Path:
-    """The data root: ``data_root`` if given, else ``$SSOT_DATA_ROOT``; it must exist."""
-    if data_root is None or str(data_root) == "":
-        data_root = os.environ.get(DATA_ROOT_ENV) or None
-    if data_root is None:
-        raise DataError(f"no data root: pass --data-root DIR or set {DATA_ROOT_ENV}")
-    root = Path(data_root).expanduser()
-    if not root.is_dir():
-        raise DataError(f"data root {root} does not exist or is not a folder "
-                        f"(from --data-root or {DATA_ROOT_ENV}); point it at the folder that "
-                        "holds office31/, imageclef/, officehome/ or visda2017/")
-    return root
 
 
 def _check_all_classes(samples: list[Sample], spec: DatasetSpec, where: Path) -> None:

@@ -110,7 +110,7 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     out : the cache file (default :func:`default_path`), ending in :data:`SUFFIX`; it must not
         exist, nor be one of the task's images.
     resize_size : the side of the stored square images (the config's ``resize_size``).
-    workers : processes decoding in parallel.
+    workers : processes decoding in parallel (0 or 1: this process decodes).
     progress : a progress bar.
 
     Raises
@@ -125,8 +125,8 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     spec_task = benchmark_task(task)
     if not isinstance(resize_size, int) or resize_size < 1:
         raise SSOTError(f"The '--resize-size' argument must be an int >= 1. Got {resize_size!r} instead.")
-    if not isinstance(workers, int) or workers < 1:
-        raise SSOTError(f"The '--workers' argument must be an int >= 1 (decoding processes). Got {workers!r} instead.")
+    if not isinstance(workers, int) or workers < 0:
+        raise SSOTError(f"The '--num-workers' argument must be an int >= 0 (decoding processes). Got {workers!r} instead.")
     root = resolve_data_root(data_root)
     out = Path(out).expanduser() if out else default_path(spec_task.name, root, resize_size)
     if out.suffix != SUFFIX:  # e.g. a .jpg in an image folder: the next listing of the data would read it as an image

@@ -33,12 +33,16 @@ with the images found.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ssot.data.registry import DatasetSpec
-from ssot.errors import DataError
+from ssot.data.registry import DATASETS, DatasetSpec, TaskSpec
+from ssot.errors import ConfigError, DataError
 
+#: The environment variable of the data root (``--data-root`` overrides it).
+DATA_ROOT_ENV = "SSOT_DATA_ROOT"
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
 
 Sample = tuple[Path, int]
@@ -51,6 +55,20 @@ class DomainLocation:
     base: Path
     list_file: Path | None
     class_root: Path | None
+
+
+def resolve_data_root(data_root: str | Path | None) -> Path:
+    """The data root: ``data_root`` if given, else ``$SSOT_DATA_ROOT``; it must exist."""
+    if data_root is None or str(data_root) == "":
+        data_root = os.environ.get(DATA_ROOT_ENV) or None
+    if data_root is None:
+        raise DataError(f"no data root: pass --data-root DIR or set {DATA_ROOT_ENV}")
+    root = Path(data_root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"data root {root} does not exist or is not a folder "
+                        f"(from --data-root or {DATA_ROOT_ENV}); point it at the folder that "
+                        "holds office31/, imageclef/, officehome/ or visda2017/")
+    return root
 
 
 def dataset_bases(root: Path, spec: DatasetSpec) -> list[Path]:
@@ -164,6 +182,46 @@ def scan_class_folders(domain_dir: Path, spec: DatasetSpec) -> list[Sample]:
     return samples
 
 
+def domain_location(root: Path, spec: DatasetSpec, folder: str) -> DomainLocation:
+    """Where domain ``folder`` of ``spec`` is (:func:`locate_domain`); a missing dataset, domain
+    folder or required list file is refused (:func:`missing_error`)."""
+    if not dataset_bases(root, spec):
+        raise missing_error(spec, root / spec.name, root, folder)
+    where = locate_domain(root, spec, folder)
+    if where is None:
+        expected = (root / spec.name / "list" / f"{folder}List.txt" if spec.list_required
+                    else root / spec.name / folder / spec.image_subdir)
+        raise missing_error(spec, expected, root, folder)
+    return where
+
+
+def check_benchmark(spec_task: TaskSpec, config: Any) -> None:
+    """The registry's check of a benchmark task (no torch, no image opened): the data root and the
+    source and target domains exist, in either layout; what only reading them finds (a missing
+    class, an unreadable image) is refused when the task is built."""
+    root = resolve_data_root(config.data_root)
+    for folder in (spec_task.source, spec_task.target):
+        domain_location(root, DATASETS[spec_task.dataset], folder)
+
+
+def custom_folder(path: str | None, flag: str) -> Path:
+    """The folder of a ``custom`` task's side (``flag``: ``--source`` or ``--target``), refused when
+    not given or not a folder."""
+    if not path:
+        raise ConfigError(f"The task 'custom' needs {flag} DIR (a folder of images). Pass {flag}.")
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise DataError(f"{flag} {folder} is not a folder; pass a folder of class sub-folders" +
+                        (" or of unlabeled images." if flag == "--target" else "."))
+    return folder
+
+
+def check_folders(spec_task: TaskSpec, config: Any) -> None:
+    """The registry's check of the ``custom`` task (no torch): both folders are given and exist."""
+    custom_folder(config.source_dir, "--source")
+    custom_folder(config.target_dir, "--target")
+
+
 def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Sample]:
     """Every sample of one domain (all classes), from its list file or its class folders.
 
@@ -172,13 +230,7 @@ def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Samp
     DataError : the dataset folder, domain folder or required list file is missing, or the
         domain holds no image.
     """
-    if not dataset_bases(root, spec):
-        raise missing_error(spec, root / spec.name, root, folder)
-    where = locate_domain(root, spec, folder)
-    if where is None:
-        expected = (root / spec.name / "list" / f"{folder}List.txt" if spec.list_required
-                    else root / spec.name / folder / spec.image_subdir)
-        raise missing_error(spec, expected, root, folder)
+    where = domain_location(root, spec, folder)
     if where.list_file is not None:
         samples = load_image_list(where.list_file, where.base, spec.num_classes)
         origin = where.list_file

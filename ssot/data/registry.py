@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ssot.errors import ConfigError
+from ssot.errors import ConfigError, did_you_mean
 
 __all__ = ["Archive", "DatasetSpec", "TaskSpec", "DATASETS", "BENCHMARKS", "TASKS", "task", "task_names",
-           "tasks_of", "searched_tasks", "dataset_of", "task_defaults", "build_function"]
+           "tasks_of", "searched_tasks", "search_tasks", "dataset_of", "task_defaults", "default_variants",
+           "build_function", "check_function"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class DatasetSpec:
     target_class_names : the classes kept in the (partial) target domain.
     tasks : its tasks, in order (each ``<source letter>2<target letter>``, or a single name).
     builder : ``"module:function"`` building a task of it from a config (imported on use).
+    checker : ``"module:function"`` finding, without loading torch or opening an image, the data a
+        task of it reads from a config (``""``: built in memory, nothing to find): a missing data
+        root, dataset, domain or folder is refused before anything starts (:func:`check_function`).
     defaults : config defaults of every task of it (:meth:`ssot.config.SSOTConfig.for_task`).
     task_defaults : task -> further defaults of that task.
     references : target-supervised reference task -> the task whose ceiling it measures.
@@ -95,6 +99,7 @@ class DatasetSpec:
     target_class_names: tuple[str, ...]
     tasks: tuple[str, ...]
     builder: str
+    checker: str = ""
     url: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     task_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -167,6 +172,7 @@ _VISDA = "http://csr.bu.edu/ftp/visda17/clf/"
 _IMAGE_DEFAULTS = MappingProxyType({"backbone": "resnet50", "bottleneck_dims": (1024, 512), "epochs": 20,
                                     "pretrain_epochs": 5, "num_workers": 4})
 _BENCHMARK = "ssot.data.benchmarks:from_config"
+_BENCHMARK_CHECK = "ssot.data.layouts:check_benchmark"
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec(
@@ -180,7 +186,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         classes=tuple(sorted(_OFFICE31_CLASSES)),
         target_class_names=("back_pack", "bike", "calculator", "headphones", "keyboard",
                             "laptop_computer", "monitor", "mouse", "mug", "projector"),
-        tasks=("A2W", "D2W", "W2D", "A2D", "D2A", "W2A"), builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True,
+        tasks=("A2W", "D2W", "W2D", "A2D", "D2A", "W2A"), builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True,
         image_subdir="images", layout="{domain}/images/<class>/*.jpg", released_top="domain_adaptation_images",
         published_counts={"amazon": 2817, "dslr": 498, "webcam": 795},
         archives=(Archive("domain_adaptation_images.tar.gz", None,
@@ -190,7 +196,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         name="imageclef", title="ImageCLEF-DA", url="https://www.imageclef.org/2014/adaptation",
         domains={"C": "c", "I": "i", "P": "p"},
         classes=tuple(sorted(_IMAGECLEF_CLASSES)), target_class_names=tuple(sorted(_IMAGECLEF_CLASSES)[:6]),
-        tasks=("I2P", "P2I", "I2C", "C2I", "C2P", "P2C"), builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True,
+        tasks=("I2P", "P2I", "I2C", "C2I", "C2P", "P2C"), builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True,
         layout="{domain}/*.jpg with imageclef/list/{domain}List.txt", list_required=True, released_top="image_CLEF",
         published_counts={"c": 600, "i": 600, "p": 600}, published_per_class=50,
         archives=(Archive("image_CLEF.zip", None, "https://www.imageclef.org/2014/adaptation (the image_CLEF.zip "
@@ -201,7 +207,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         domains={"Ar": "Art", "Cl": "Clipart", "Pr": "Product", "Rw": "Real_World"},
         classes=tuple(sorted(_OFFICEHOME_CLASSES)), target_class_names=tuple(sorted(_OFFICEHOME_CLASSES)[:25]),
         tasks=tuple(f"{s}2{t}" for s in ("Ar", "Cl", "Pr", "Rw") for t in ("Ar", "Cl", "Pr", "Rw") if s != t),
-        builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True, released_top="OfficeHomeDataset_10072016",
+        builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True, released_top="OfficeHomeDataset_10072016",
         released_folders={"Real_World": "Real World"},
         published_counts={"Art": 2427, "Clipart": 4365, "Product": 4439, "Real_World": 4357},
         archives=(Archive("OfficeHomeDataset_10072016.zip", None,
@@ -211,7 +217,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         name="visda2017", title="VisDA-2017", url="https://github.com/VisionLearningGroup/taskcv-2017-public",
         domains={"S": "train", "R": "validation"},
         classes=tuple(sorted(_VISDA_CLASSES)), target_class_names=tuple(sorted(_VISDA_CLASSES)[:6]),
-        tasks=("S2R", "R2S"), builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True, layout="{domain}/<class>/*",
+        tasks=("S2R", "R2S"), builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True, layout="{domain}/<class>/*",
         published_counts={"train": 152_397, "validation": 55_388},
         archives=(Archive("train.tar", _VISDA + "train.tar", _VISDA), Archive("validation.tar", _VISDA + "validation.tar", _VISDA)),
     ),
@@ -225,7 +231,8 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     ),
     DatasetSpec(
         name="custom", title="custom (--source and --target folders)", domains={}, classes=(), target_class_names=(),
-        tasks=("custom",), builder="ssot.data.folders:from_config", defaults=_IMAGE_DEFAULTS,
+        tasks=("custom",), builder="ssot.data.folders:from_config", checker="ssot.data.layouts:check_folders",
+        defaults=_IMAGE_DEFAULTS,
     ),
 )}
 #: The paper's four image benchmarks, read from the data root.
@@ -261,14 +268,15 @@ def task(name: str) -> TaskSpec:
     """
     found = _BY_LOWER.get(str(name).lower())
     if found is None:
-        raise ConfigError(f"Unknown task {name!r}. Valid tasks: {', '.join(TASKS)}.")
+        raise ConfigError(f"Unknown task {name!r}.{did_you_mean(name, TASKS)} Valid tasks: {', '.join(TASKS)}.")
     return found
 
 
 def tasks_of(dataset_name: str) -> list[str]:
     """Names of the tasks of one dataset, e.g. ``tasks_of("visda2017") == ["S2R", "R2S"]``."""
     if dataset_name not in DATASETS:
-        raise ConfigError(f"Unknown dataset {dataset_name!r}. Valid datasets: {', '.join(DATASETS)}.")
+        raise ConfigError(f"Unknown dataset {dataset_name!r}.{did_you_mean(dataset_name, DATASETS)} Valid datasets: "
+                          f"{', '.join(DATASETS)}.")
     return list(DATASETS[dataset_name].tasks)
 
 
@@ -282,6 +290,24 @@ def searched_tasks(name: str) -> list[str] | None:
     return list(spec.searched if spec.searched is not None else spec.tasks)
 
 
+def search_tasks(name: str) -> list[str]:
+    """The tasks a search of ``--task name`` runs: a dataset's (:func:`searched_tasks`), or the task
+    ``name`` itself.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither a task nor a dataset, naming the closest of both and every valid one.
+    """
+    tasks = searched_tasks(name)
+    if tasks is not None:
+        return tasks
+    if str(name).lower() not in _BY_LOWER:
+        raise ConfigError(f"Unknown task or dataset {name!r}.{did_you_mean(name, [*TASKS, *DATASETS])} Valid tasks: "
+                          f"{', '.join(TASKS)}; datasets: {', '.join(n for n in DATASETS if searched_tasks(n))}.")
+    return [name]
+
+
 def dataset_of(task_name: str) -> str:
     """The dataset a task belongs to (``""`` for an unknown name)."""
     found = _BY_LOWER.get(str(task_name).lower())
@@ -292,6 +318,32 @@ def task_defaults(name: str) -> dict[str, Any]:
     """The config defaults of task ``name``: its dataset's, then its own (raises for an unknown task)."""
     found = task(name)
     return {**found.spec.defaults, **found.spec.task_defaults.get(found.name, {})}
+
+
+def default_variants(field: str) -> list[tuple[Any, str]]:
+    """The defaults that datasets and tasks give config field ``field`` over the config's own
+    (:func:`task_defaults`), each with who gives it: ``[(20, "image tasks")]`` for ``epochs``,
+    ``[(28, "P2H, P2P")]`` for ``iters_per_epoch`` (the help of the field's flag shows them)."""
+    found: dict[str, tuple[Any, list[str]]] = {}
+    for spec in DATASETS.values():
+        given = [("image tasks" if spec.defaults is _IMAGE_DEFAULTS else spec.name, spec.defaults)]
+        given += [(name, values) for name, values in spec.task_defaults.items()]
+        for who, values in given:
+            if field in values:
+                _, names = found.setdefault(repr(values[field]), (values[field], []))
+                if who not in names:
+                    names.append(who)
+    return [(value, ", ".join(names)) for value, names in found.values()]
+
+
+def check_function(name: str) -> Callable[..., Any] | None:
+    """The function ``checker(task_spec, config)`` of task ``name``'s dataset (torch-free), or
+    ``None`` when its data is built in memory."""
+    checker = task(name).spec.checker
+    if not checker:
+        return None
+    module, _, function = checker.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def build_function(name: str) -> Callable[..., Any]:

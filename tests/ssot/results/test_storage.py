@@ -68,7 +68,7 @@ def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashbo
     uri = f"s3://{s3}/runs"
     args = ["--task", "digits", "--num-samples", "2", "--epochs", "3", "--set", "pretrain_epochs=1",
             "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--no-early-stop",
-            "--storage-path", uri, "--name", "s3exp", "--verbose", "0"]
+            "--storage-path", uri, "--name", "s3exp", "--quiet"]
     search = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ)
     try:
         deadline = time.monotonic() + 180
