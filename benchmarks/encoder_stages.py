@@ -3,7 +3,7 @@
     python benchmarks/encoder_stages.py --reference RESULTS/random-s0/P2H
     python benchmarks/encoder_stages.py --reference RESULTS/random-s0/P2H --stages pretrained untrained --epochs 30
 
-For each ``--stages`` (:data:`ssot.data.features.ENCODERS` that fit the task's backbone), a cache of
+For each ``--stages`` (:data:`ssot.data.encoder_stages.ENCODERS` that fit the task's backbone), a cache of
 the reference's task and seed is built in a temporary folder (``python -m ssot.features
 --encoder STAGE``), the reference's configs are trained on it as populations
 (:class:`ssot.population.Population`, the reference's config otherwise, ``--epochs`` to change the

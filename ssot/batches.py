@@ -32,7 +32,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
 from ssot.data.base import usable_workers
-from ssot.data.decoded import DecodedImages
+from ssot.data.decoded_images import DecodedImages
 from ssot.data.features import seed_views
 from ssot.solvers import SampleIds
 

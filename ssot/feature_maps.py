@@ -10,7 +10,8 @@ computes the features of a fixed, seeded subsample (``--per-domain`` source and 
 with either model; :func:`embed` embeds each model's features separately with scikit-learn's
 ``TSNE`` (``random_state=--seed``, PCA init). The ``.npz`` holds ``xy``, ``label``, ``domain`` (0
 source, 1 target), ``model`` (index into ``models``), ``models`` and ``outlier_classes``; it is
-never overwritten. Exit statuses: :mod:`ssot.cli`.
+never overwritten. Exit statuses: :mod:`ssot.cli`; bad input (a flag, an ``--out`` that exists
+or is the model file, a missing model file) is refused before torch is imported.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from ssot import cli
 from ssot.config import SSOTConfig
@@ -35,6 +35,8 @@ MODEL_NAMES = ("source-only", "adapted")
 
 def save_models(path: str | Path, config: SSOTConfig, source_only: dict[str, Any], adapted: dict[str, Any]) -> None:
     """Write ``{"config", "source-only": {"f", "eta"}, "adapted": {"f", "eta"}}``; never overwrites."""
+    import torch
+
     path = Path(path)
     if path.exists():
         raise SSOTError(f"{path} already exists; choose another --save-model path (files are never overwritten).")
@@ -60,6 +62,8 @@ def load_models(path: str | Path) -> dict[str, Any]:
 
 def sample_indices(n: int, k: int, seed: int) -> list[int]:
     """``k`` of ``range(n)`` (all when ``k >= n``), the same for a given seed."""
+    import torch
+
     gen = torch.Generator().manual_seed(seed)
     return sorted(torch.randperm(n, generator=gen)[: min(n, k)].tolist())
 
@@ -72,9 +76,11 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
     dict with ``features`` (model name -> (n, d) array), ``label``, ``domain`` (0 source, 1
     target), ``outlier_classes``, ``class_names`` and ``config``.
     """
+    state = load_models(path)  # a missing or unsafe file is refused before torch loads (load_dict)
+    import torch
+
     from ssot.trainer import Trainer, dataset_labels
 
-    state = load_models(path)
     config = SSOTConfig.from_dict(state["config"], source=f"model file {path}").replace(device="cpu", pretrain_epochs=0)
     trainer = Trainer(config)
     src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(num_samples(trainer.task.source_eval), per_domain, seed))

@@ -4,20 +4,20 @@ the ``custom`` task of two folders, feature caches.
 Every dataset is described once in :mod:`ssot.data.registry` (torch-free); :func:`build_task`
 builds the task a config asks for with its dataset's builder; :func:`check_task` finds its data
 first without loading torch, so that a command refuses a missing dataset before torch or Ray
-start. ``TaskData`` and :func:`build_task` load torch on first use (PEP 562), so
-``import ssot.data.registry`` does not.
+start. Importing ``ssot.data`` (``TaskData`` included) loads no torch: the builders do, when a
+task is built.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ssot.data.base import TaskData
 from ssot.data.registry import dataset_of, task_names
 from ssot.data.registry import searched_tasks as tasks_of_dataset
 
 if TYPE_CHECKING:
     from ssot.config import SSOTConfig
-    from ssot.data.base import TaskData
 
 __all__ = ["TaskData", "build_task", "check_task", "dataset_of", "task_names", "tasks_of_dataset"]
 
@@ -61,18 +61,10 @@ def build_task(config: SSOTConfig) -> TaskData:
     from ssot.data.registry import build_function, task
 
     if config.image_cache:
-        from ssot.data.decoded import load_decoded_task
+        from ssot.data.decoded_images import load_decoded_task
 
         return load_decoded_task(config.image_cache, task(config.task).name, image_size=config.image_size,
                                  resize_size=config.resize_size, transform=config.transform)
 
     return build_function(config.task)(task(config.task), config)
 
-
-def __getattr__(name: str) -> Any:
-    if name == "TaskData":
-        from ssot.data.base import TaskData
-
-        globals()["TaskData"] = TaskData
-        return TaskData
-    raise AttributeError(f"module 'ssot.data' has no attribute {name!r}")

@@ -8,7 +8,8 @@
 Exit statuses (:mod:`ssot.cli`): 0 every checked task can run; 1 the data is there but at least
 one checked task cannot run (the lines say why); 2 a user mistake (bad argument, missing data root
 or archive file, no direct link and no ``--archive``, a destination that already exists); 4 a
-download or verification failed (network error, size or checksum mismatch, damaged archive).
+download or verification failed (network error, size or checksum mismatch, damaged archive);
+bad input is refused before torch is imported (``check`` and ``fetch`` never import it).
 ``fetch`` runs the check of its dataset afterwards (unless ``--no-check``) and exits with its
 status. ``prepare`` writes a decoded-image cache (:mod:`ssot.data.decoded`; default location
 ``$SSOT_CACHE_DIR/<task>-<size>.ssotimg``, else ``<data root>/decoded/<task>-<size>.ssotimg``;

@@ -1,10 +1,13 @@
-"""The container every task builder returns, whatever the data source."""
+"""The container every task builder returns, whatever the data source (torch-free: torch's
+``Dataset`` is only named in annotations)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from torch.utils.data import Dataset
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
 
 
 @dataclass

@@ -30,16 +30,24 @@ Image-list files are used instead of a folder scan when one exists (searched in 
 folder of either layout. VisDA-2017's ``<split>/image_list.txt`` is *not* used for loading (the
 class folders name the labels unambiguously); ``python -m ssot.data check`` compares its length
 with the images found.
+
+Nothing here loads torch: a task's samples (:func:`task_samples`), the checks of its folders and
+the opening of one image (:func:`load_rgb`, PIL) serve the data check, ``prepare`` and every
+command's refusal of missing data before torch is imported; the torch datasets over the samples
+are :mod:`ssot.data.benchmarks`'.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ssot.data.registry import DATASETS, DatasetSpec, TaskSpec
+from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
 from ssot.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    import PIL.Image
 
 #: The environment variable of the data root (``--data-root`` overrides it).
 DATA_ROOT_ENV = "SSOT_DATA_ROOT"
@@ -241,3 +249,55 @@ def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Samp
         raise DataError(f"no images in {origin}; expected layout "
                         f"{root}/{spec.describe_layout(folder)}")
     return samples
+
+
+def _check_all_classes(samples: list[Sample], spec: DatasetSpec, where: Path) -> None:
+    present = {label for _, label in samples}
+    missing = [c for k, c in enumerate(spec.classes) if k not in present]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise DataError(f"source domain {where} has no images for {len(missing)} of the "
+                        f"{spec.num_classes} classes ({shown}); the source needs every class")
+
+
+def benchmark_task(name: str) -> TaskSpec:
+    """The task called ``name``, refused (:class:`ConfigError`) unless it is a task of the image benchmarks."""
+    spec_task = task(name)
+    if not spec_task.spec.on_disk:
+        raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
+                          f"({', '.join(BENCHMARKS)}): its images are built in memory, so it needs no data root and no "
+                          f"decoded-image cache. Train on it as it is: `python -m ssot.train --task {spec_task.name}`.")
+    return spec_task
+
+
+def task_samples(spec_task: TaskSpec, data_root: str | Path | None) -> tuple[DatasetSpec, list[Sample], list[Sample]]:
+    """The dataset's spec, and the task's source samples (all classes) and target samples (the
+    partial target classes only), read from the data root.
+
+    Raises
+    ------
+    DataError : missing data root, dataset, domain, list file, class or unknown class folder.
+    """
+    root = resolve_data_root(data_root)
+    spec = DATASETS[spec_task.dataset]
+    source = find_domain_samples(root, spec, spec_task.source)
+    _check_all_classes(source, spec, root / spec.name / spec_task.source)
+    keep = set(spec.target_classes)
+    target = [s for s in find_domain_samples(root, spec, spec_task.target) if s[1] in keep]
+    if not target:
+        raise DataError(f"target domain {root / spec.name / spec_task.target} has no images of "
+                        f"the target classes ({', '.join(spec.target_class_names)})")
+    return spec, source, target
+
+
+def load_rgb(path: Path) -> PIL.Image.Image:
+    """Open an image as RGB; an unreadable file raises a one-line :class:`DataError`. (PIL is
+    imported here: finding a task's images needs no image library.)"""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataError(f"cannot read image {path}: {reason}; remove or replace the file") from exc

@@ -259,10 +259,20 @@ def test_usage_names_the_command_that_was_run(tmp_path):
 def test_a_missing_dataset_is_refused_before_torch_or_ray_load(tmp_path):
     """The refusal of a task whose data is not there comes from the torch-free checks
     (:func:`ssot.data.check_task`): in a fresh interpreter, neither torch nor Ray nor Optuna has
-    been imported when each command has refused (the issue measured 12-14 s for the search)."""
+    been imported when each command has refused (the issue measured 12-14 s for the search).
+    The data, feature-cache and feature-map commands refuse their other bad input before torch
+    too: an unknown task (with the closest one), a missing data root, an output that exists or is
+    an input, a missing model file."""
+    from tests.fixtures.images import make_office31
+
+    make_office31(tmp_path / "data", per_class=1)
+    (tmp_path / "old.ssotimg").write_text("x")
+    (tmp_path / "old.npz").write_text("x")
+    (tmp_path / "cfg.json").write_text("{}")
     code = (
         "import sys\n"
-        "from ssot import train\n"
+        "from ssot import feature_maps, features, train\n"
+        "from ssot.data import __main__ as data\n"
         "from tune import ablation, search, solvers\n"
         f"out = {str(tmp_path)!r}\n"
         "for main, argv in ((search.main, ['--task', 'P2I', '--storage-path', out + '/rr']),\n"
@@ -270,16 +280,35 @@ def test_a_missing_dataset_is_refused_before_torch_or_ray_load(tmp_path):
         "                   (train.main, ['--task', 'A2W']),\n"
         "                   (train.main, ['--task', 'custom', '--source', out + '/none', '--target', out]),\n"
         "                   (ablation.main, ['--task', 'S2R', '--out', out + '/abl']),\n"
-        "                   (solvers.main, ['--task', 'P2I', '--out', out + '/sol'])):\n"
+        "                   (solvers.main, ['--task', 'P2I', '--out', out + '/sol']),\n"
+        "                   (data.main, ['prepare', '--task', 'A2W']),\n"
+        "                   (data.main, ['prepare', '--task', 'A2X', '--data-root', out + '/data']),\n"
+        "                   (data.main, ['prepare', '--task', 'A2W', '--data-root', out + '/data', '--out', out + '/old.ssotimg']),\n"
+        "                   (data.main, ['check', '--data-root', out + '/none']),\n"
+        "                   (features.main, ['--task', 'P2I', '--out', out + '/c.pt']),\n"
+        "                   (features.main, ['--task', 'P2X', '--out', out + '/c.pt']),\n"
+        "                   (features.main, ['--config', out + '/cfg.json', '--out', out + '/cfg.json']),\n"
+        "                   (feature_maps.main, [out + '/missing.pt', '--out', out + '/map.npz']),\n"
+        "                   (feature_maps.main, [out + '/missing.pt', '--out', out + '/old.npz'])):\n"
         "    print(main(argv), sorted(m for m in ('torch', 'ray', 'optuna') if m in sys.modules))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "SSOT_DATA_ROOT"}
+    env = {k: v for k, v in os.environ.items() if k not in ("SSOT_DATA_ROOT", "SSOT_CACHE_DIR")}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
-    assert proc.stdout.split("\n")[:-1] == ["2 []"] * 6, proc.stdout + proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:-1] == ["2 []"] * 15, proc.stdout + proc.stderr[-2000:]
     errors = proc.stderr.splitlines()
-    assert errors[0] == errors[1] == errors[2] == "error: no data root: pass --data-root DIR or set SSOT_DATA_ROOT", errors
+    no_root = "error: no data root: pass --data-root DIR or set SSOT_DATA_ROOT"
+    assert errors[0] == errors[1] == errors[2] == errors[6] == errors[10] == no_root, errors
     assert errors[3].startswith(f"error: --source {tmp_path}/none is not a folder"), errors
     assert not (tmp_path / "rr").exists() and not (tmp_path / "abl").exists()
+    assert errors[7].startswith("error: Unknown task 'A2X'. Did you mean 'A2W'?") and errors[11].startswith(
+        "error: Unknown task 'P2X'. Did you mean 'P2P'?"), errors
+    assert errors[8].startswith(f"error: --out {tmp_path}/old.ssotimg already exists"), errors
+    assert errors[9].startswith(f"error: data root {tmp_path}/none does not exist"), errors
+    assert errors[12].startswith(f"error: --out {tmp_path}/cfg.json is one of the command's inputs"), errors
+    assert errors[13].startswith(f"error: The model file {tmp_path}/missing.pt does not exist."), errors
+    assert errors[14].startswith(f"error: --out {tmp_path}/old.npz already exists"), errors
+    assert len(errors) == 15 and (tmp_path / "old.ssotimg").read_text() == (tmp_path / "old.npz").read_text() == "x"
+    assert not (tmp_path / "c.pt").exists() and not (tmp_path / "map.npz").exists()
 
 
 def _scripts() -> dict[str, str]:

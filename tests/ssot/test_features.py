@@ -80,7 +80,7 @@ def test_default_cache_encodes_with_the_source_pretrained_backbone_of_the_search
 
 
 def test_encoder_stages_of_older_caches_are_inferred():
-    from ssot.data.features import encoder_stage
+    from ssot.data.encoder_stages import encoder_stage
 
     assert encoder_stage({"backbone": "digits_cnn", "pretrained": True}) == "untrained"  # the digits CNN was never pretrained
     assert encoder_stage({"backbone": "resnet50", "pretrained": True}) == "imagenet"

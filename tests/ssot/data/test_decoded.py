@@ -12,7 +12,8 @@ from PIL import Image
 
 from ssot.data.__main__ import main
 from ssot.data.benchmarks import build_benchmark_task
-from ssot.data.decoded import CACHE_DIR_ENV, default_path, header_checksum, load_decoded_task, open_cache, prepare, read_header
+from ssot.data.decoded import CACHE_DIR_ENV, default_path, header_checksum, open_cache, prepare, read_header
+from ssot.data.decoded_images import load_decoded_task
 from ssot.errors import DataError, SSOTError
 from tests.fixtures.images import assert_one_line, make_office31
 
