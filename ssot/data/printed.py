@@ -51,7 +51,6 @@ same halves (source: half A; target: half B, classes 0-4).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -61,7 +60,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 from ssot.data.base import TaskData
-from ssot.data.digits import SIZE, split_digits, upsample
+from ssot.data.digits import SIZE, checksum, split_digits, upsample
 from ssot.data.registry import DATASETS, TaskSpec, task
 
 #: The faces used, file names inside ``matplotlib.get_data_path()/fonts/ttf``.
@@ -145,16 +144,6 @@ def render_printed(seed: int, per_class: int = PER_CLASS) -> tuple[np.ndarray, n
             images[d * per_class + i] = _render_one(fonts[int(rng.integers(len(fonts)))], d, rng)
     labels = np.repeat(np.arange(10, dtype=np.uint8), per_class)
     return images, labels
-
-
-def checksum(arrays: dict[str, np.ndarray]) -> str:
-    """sha256 over the bytes of the arrays, in sorted key order (dtype and shape included)."""
-    h = hashlib.sha256()
-    for key in sorted(arrays):
-        a = np.ascontiguousarray(arrays[key])
-        h.update(f"{key}:{a.dtype}:{a.shape};".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 def _cache_file() -> Path | None:

@@ -25,8 +25,7 @@ import functools
 import numpy as np
 import torch
 
-from ssot.data.digits import shift, split_digits
-from ssot.data.printed import checksum
+from ssot.data.digits import checksum, shift, split_digits
 
 #: sha256 of the uint8 arrays (images then labels, half A then half B), see :func:`checksum`.
 EXPECTED_SHA256 = "bedbb9128b66281bba4555906fc027f855b8611f3569f305e510939bac565ba7"
