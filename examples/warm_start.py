@@ -6,9 +6,11 @@
     python examples/warm_start.py --smoke-test             # tiny searches of two tasks: checks the commands, not the numbers
 
 Every search is a screen on a feature cache (``python -m ssot.features``, the source-pretrained
-digits CNN of seed 0): populations of 10 configs, 6 epochs, ASHA inside each population at epoch 2
-(top third on), every trial with training seed 0 (``--set seed=0``), so a config's accuracy on a
-task is one deterministic number and the searches differ only in the configs they propose.
+digits CNN of seed 0): populations of 10 configs, 6 epochs, ASHA inside each population at epochs
+1 and 3 (the top third goes on at each), every trial with training seed 0 (``--set seed=0``), so a
+config's accuracy on a task is one deterministic number and the searches differ only in the
+configs they propose; the source accuracy and the DEV validator, which no search here selects
+on, are computed on 200 source samples (``--set source_eval_samples=200``) to save time.
 Stages, each skipping what is finished and resuming what was interrupted:
 
 1. ``caches``: one cache per task;
@@ -38,7 +40,7 @@ import common  # noqa: E402
 STAGES = ("caches", "cold", "warm", "atlas", "report")
 COLD_TRIALS, WARM_TRIALS, POPULATION = 50, 30, 10
 #: The screen every search runs (besides its cache, trials and seed).
-SCREEN = ["--epochs", "6", "--grace-period", "2", "--reduction-factor", "3", "--set", "seed=0"]
+SCREEN = ["--epochs", "6", "--grace-period", "1", "--reduction-factor", "3", "--set", "seed=0", "--set", "source_eval_samples=200"]
 SMOKE_SCREEN = ["--epochs", "2", "--grace-period", "1", "--reduction-factor", "2", "--set", "seed=0",
                 "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=3"]
 SMOKE_CACHE = ["--epochs", "1", "--pretrain-epochs", "1", "--iters-per-epoch", "3"]
