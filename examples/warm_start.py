@@ -19,8 +19,8 @@ Stages, each skipping what is finished and resuming what was interrupted:
 3. ``warm``: per seed S and task T, a 30-trial search warm-started from the five other tasks'
    cold searches of the same seed (``--warm-start``, in the order of the dataset's tasks;
    ``--name warm-sS``);
-4. ``atlas``: the transfer replays of the seed-0 cold searches (``tune/transfer.py``, seeds 0 1 2)
-   and their atlas (``analysis/atlas.py``);
+4. ``atlas``: the transfer replays of the first seed's cold searches (``tune/transfer.py``,
+   training seed 0 as in the searches) and their atlas (``analysis/atlas.py``);
 5. ``report``: per task and seed, the trials each search needed to come within 1 point of the
    best config its seed's cold search found, and the regret after 10 and 20 trials
    (:mod:`analysis.data.warmstart`); ``OUT/warm_start.md``, ``OUT/warm_start.csv`` and the figure
@@ -39,6 +39,9 @@ import common  # noqa: E402
 
 STAGES = ("caches", "cold", "warm", "atlas", "report")
 COLD_TRIALS, WARM_TRIALS, POPULATION = 50, 30, 10
+#: The transfer replays' training seed: the screens train every trial with seed 0, so a replay
+#: is the searches' own deterministic number (the spread over training seeds is not measured).
+TRANSFER_SEEDS = ("0",)
 #: The screen every search runs (besides its cache, trials and seed).
 SCREEN = ["--epochs", "6", "--grace-period", "1", "--reduction-factor", "3", "--set", "seed=0", "--set", "source_eval_samples=200"]
 SMOKE_SCREEN = ["--epochs", "2", "--grace-period", "1", "--reduction-factor", "2", "--set", "seed=0",
@@ -125,7 +128,7 @@ def body(example: common.Example) -> int:
     if "atlas" in stages and len(tasks) > 1:
         name = f"cold-s{seeds[0]}"
         if example.dry or not (results / "transfer" / "transfer.json").is_file():
-            example.run("tune/transfer.py", results, "--name", name, "--out", results / "transfer", *example.seeds(0, 1, 2),
+            example.run("tune/transfer.py", results, "--name", name, "--out", results / "transfer", "--seeds", *TRANSFER_SEEDS,
                         "--num-cpus", "2")
         if example.dry or not (example.out / "atlas" / "atlas.html").is_file():
             example.run("analysis/atlas.py", results, "--name", name, "--out", example.out / "atlas",
