@@ -16,7 +16,7 @@ Stages, each skipping what is finished and resuming what was interrupted:
 1. ``caches``: one cache per task;
 2. ``cold``: per sampler seed S (``--seeds``, default 0-4) and task, a 50-trial TPE search
    (``--name cold-sS``);
-3. ``warm``: per seed S and task T, a 30-trial search warm-started from the five other tasks'
+3. ``warm``: per seed S and task T, a 40-trial search warm-started from the five other tasks'
    cold searches of the same seed (``--warm-start``, in the order of the dataset's tasks;
    ``--name warm-sS``);
 4. ``atlas``: the transfer replays of the first seed's cold searches (``tune/transfer.py``,
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 STAGES = ("caches", "cold", "warm", "atlas", "report")
-COLD_TRIALS, WARM_TRIALS, POPULATION = 50, 30, 10
+COLD_TRIALS, WARM_TRIALS, POPULATION = 50, 40, 10
 #: The transfer replays' training seed: the screens train every trial with seed 0, so a replay
 #: is the searches' own deterministic number (the spread over training seeds is not measured).
 TRANSFER_SEEDS = ("0",)
