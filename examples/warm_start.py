@@ -21,7 +21,7 @@ Stages, each skipping what is finished and resuming what was interrupted:
    ``--name warm-sS``);
 4. ``atlas``: the transfer replays of the first seed's cold searches (``tune/transfer.py``,
    training seed 0 as in the searches) and their atlas (``analysis/atlas.py``);
-5. ``report``: per task and seed, the trials each search needed to come within 1 point of the
+5. ``report``: the atlas's tables (those of ``examples/atlas.py``) and, per task and seed, the trials each search needed to come within 1 point of the
    best config its seed's cold search found, and the regret after 10 and 20 trials
    (:mod:`analysis.data.warmstart`); ``OUT/warm_start.md``, ``OUT/warm_start.csv`` and the figure
    ``OUT/warm_start.png``.
@@ -134,6 +134,11 @@ def body(example: common.Example) -> int:
             example.run("analysis/atlas.py", results, "--name", name, "--out", example.out / "atlas",
                         *(["--bootstrap", "5"] if example.smoke else []))
     if "report" in stages and not example.dry:
+        if (results / "transfer" / "transfer.md").is_file():
+            from atlas import tables
+
+            example.show(results / "transfer" / "transfer.md")
+            print(tables(results, f"cold-s{seeds[0]}"))
         report(example.out, results, tasks, seeds)
     return 0
 
