@@ -23,10 +23,12 @@ Two things carry over from the sources (each a finished search of another task, 
    those accumulate (TPE's ``l`` holds 10 % of them).
 
    The weight ``w_s`` is the source's similarity to the target, measured on the target's own
-   completed trials: Spearman's rank correlation between the source's TPE acquisition
-   ``log l_s(x) - log g_s(x)`` at each target trial's config and that trial's value, floored
-   at 0 (a source whose good region does not rank the target's results drops out); 1 for every
-   source until the target has :data:`MIN_SIMILARITY_TRIALS` completed trials. This is the idea
+   trials: Spearman's rank correlation between the source's TPE acquisition
+   ``log l_s(x) - log g_s(x)`` at each target trial's config and that trial's value at the last
+   epoch all the target's ended trials reached (under ASHA, the first rung: so every trial counts
+   from the first results on, not only the few that reach the last epoch), floored at 0 (a
+   source whose good region does not rank the target's results drops out); 1 for every source
+   until :data:`MIN_SIMILARITY_TRIALS` target trials have ended. This is the idea
    of Watanabe et al.'s meta-learning TPE (IJCAI 2023; OptunaHub's ``MetaLearnTPESampler``),
    simplified: that sampler weighs tasks by the overlap of their good regions and ignores the
    sources until the target has its own startup trials; ours uses the sources from the first
@@ -193,6 +195,27 @@ def _internal(configs: list[dict[str, Any]], space: dict[str, Any]) -> dict[str,
     return {name: np.asarray([dist.to_internal_repr(c[name]) for c in configs], dtype=float) for name, dist in space.items()}
 
 
+def _observed(study: Any, fields: set[str]) -> tuple[list[dict[str, Any]], list[float]]:
+    """The target's trials that the similarity ranks, with their values at the last epoch they all
+    reached (under ASHA the first rung, which every trial reports; a trial told without epochs,
+    e.g. diverged at once, with its final value): the configs and the values."""
+    import optuna
+
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    trials = [t for t in study.get_trials(deepcopy=False, states=states) if fields <= set(t.params)]
+    steps = [max(t.intermediate_values) for t in trials if t.intermediate_values]
+    step = min(steps) if steps else None
+    params, values = [], []
+    for t in trials:
+        value = t.intermediate_values.get(step) if step is not None else None
+        if value is None and t.state == optuna.trial.TrialState.COMPLETE:
+            value = t.value
+        if value is not None and math.isfinite(value):
+            params.append(t.params)
+            values.append(float(value))
+    return params, values
+
+
 class WarmStartSampler(TPESampler):
     """Multivariate TPE whose densities also hold the source searches' trials (module docstring).
 
@@ -243,13 +266,12 @@ class WarmStartSampler(TPESampler):
         import optuna
         from scipy.stats import spearmanr
 
-        done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-                if set(self._space) <= set(t.params) and t.value is not None and math.isfinite(t.value)]
-        if len(done) < MIN_SIMILARITY_TRIALS:
+        params, observed = _observed(study, set(self._space))
+        if len(observed) < MIN_SIMILARITY_TRIALS:
             return np.ones(len(self._sources))
         sign = -1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else 1.0
-        values = np.asarray([sign * t.value for t in done])
-        points = _internal([t.params for t in done], self._space)
+        values = sign * np.asarray(observed)
+        points = _internal(params, self._space)
         weights = np.zeros(len(self._sources))
         if np.ptp(values) == 0:
             return np.ones(len(self._sources))

@@ -59,9 +59,12 @@ def test_the_sampler_proposes_from_the_sources_good_region_and_weighs_them_by_si
     # target results that rank as P2H's do (peak at 0.01) and against H2P's (peak at 1)
     sampler = warmstart.WarmStartSampler([p2h, h2p], space, seed=0)
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    for lam in (0.001, 0.003, 0.01, 0.03, 0.3, 3.0):
+    pruned, done = optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.COMPLETE
+    for lam, state in ((0.001, done), (0.003, pruned), (0.01, done), (0.03, pruned), (0.3, pruned), (3.0, done)):
+        value = -(math.log10(lam) + 2) ** 2  # ranked at epoch 1, which every trial reached (ASHA stopped 3 there)
         study.add_trial(optuna.trial.create_trial(params={**DEFAULT, "lambda_ot": lam}, distributions=space,
-                                                  value=-(math.log10(lam) + 2) ** 2))
+                                                  intermediate_values={1: value} if state == pruned else {1: value, 2: 5.0},
+                                                  value=None if state == pruned else 5.0, state=state))
     weights = sampler.similarities(study)
     assert weights[0] > 0.2 and weights[1] == 0.0  # P2H ranks them as they are, H2P against (dropped)
 
