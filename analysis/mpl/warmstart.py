@@ -48,6 +48,7 @@ def regret_figure(comparison: Comparison) -> Figure:
         ax.set_xlabel("trials")
         ax.set_ylabel("regret (points)")
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
     for ax in axes[len(tasks):]:
         ax.set_visible(False)
