@@ -65,7 +65,7 @@ __all__ = ["FLAG", "MIN_SIMILARITY_TRIALS", "Source", "read_sources", "source_pa
            "describe", "WarmStartSampler", "check_optuna"]
 
 FLAG = "--warm-start"
-#: Completed target trials before the sources are weighed by their similarity (before: weight 1).
+#: Ended target trials (completed, or stopped at a rung) before the sources are weighed by their similarity (before: weight 1).
 MIN_SIMILARITY_TRIALS = 5
 
 
