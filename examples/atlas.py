@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 
-def tables(results: Path) -> str:
-    """The atlas's numbers as Markdown (the library of ``analysis/atlas.py``, on the same searches)."""
+def tables(results: Path, name: str | None = None) -> str:
+    """The atlas's numbers as Markdown (the library of ``analysis/atlas.py``, on the same searches;
+    ``name``: the searches of that experiment name only, as ``--name``)."""
     from analysis.data.atlas import build_atlas
     from analysis.data.experiments import load_experiments
     from analysis.data.frames import format_value
@@ -31,7 +32,7 @@ def tables(results: Path) -> str:
     from ssot.results.searches import task_searches
 
     experiments, _ = load_experiments(results)
-    atlas = build_atlas(task_searches(experiments))
+    atlas = build_atlas(task_searches(experiments, name))
     lines = []
     for group in atlas.compared:
         info = tunability_info(atlas.of_group(group.label))

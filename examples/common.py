@@ -40,6 +40,8 @@ QUICK_SEARCH = ["--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs
                 "--grace-period", "1"]
 #: The embedded tasks (no data needed).
 EMBEDDED = ("digits", "P2H", "H2P")
+#: Every task that needs no data: digits and the six tasks of embedded3.
+EMBEDDED_TASKS = ("digits", "P2H", "H2P", "P2S", "S2P", "H2S", "S2H")
 
 
 class Failed(Exception):
@@ -76,6 +78,7 @@ class Example:
         self.dry = args.dry_run
         self.smoke = args.smoke_test
         self.commands: list[list[str]] = []
+        self.prefix: list[str] = []  # a command each run goes through (e.g. ["flock", LOCK])
         if getattr(args, "data_root", None):  # the commands without --data-root read it from the environment
             from ssot.data.layouts import DATA_ROOT_ENV
 
@@ -110,7 +113,7 @@ class Example:
         if self.dry:
             return 0
         target = ["-m", command] if not command.endswith(".py") else [str(ROOT / command)]
-        status = subprocess.run([sys.executable, *target, *words]).returncode
+        status = subprocess.run([*self.prefix, sys.executable, *target, *words]).returncode
         if status not in ok:
             raise Failed(status)
         return status
@@ -119,7 +122,7 @@ class Example:
         """A paper task's data must be under the data root: else say what is missing and exit 2."""
         from ssot.data.registry import dataset_of
 
-        if self.task in EMBEDDED or self.dry:
+        if self.task in EMBEDDED_TASKS or self.dry:
             return
         dataset = dataset_of(self.task)
         try:

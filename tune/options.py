@@ -70,6 +70,9 @@ class SearchOptions:
     #: Replay the configs of this experiment (its task folder, local or a URI; :mod:`tune.replay`):
     #: ``num_samples`` and the space become the experiment's.
     configs_from: str | None = None
+    #: Start from these finished searches of other tasks (their task folders, local or URIs;
+    #: :mod:`tune.warmstart`): their best configs first, TPE informed by their trials.
+    warm_start: list[str] | None = None
 
     def validate(self) -> None:
         """Refuse, in one line naming the flag, options that cannot make a search."""
@@ -100,6 +103,10 @@ class SearchOptions:
             raise ConfigError("--population proposes members from an Optuna study: use --search tpe or random, not grid.")
         if self.configs_from is not None and self.search == "grid":
             raise ConfigError("--configs-from replays an experiment's configs: use --search tpe or random, not grid.")
+        if self.warm_start is not None and self.search != "tpe":
+            raise ConfigError(f"--warm-start informs TPE with other searches: use --search tpe, not {self.search}.")
+        if self.warm_start is not None and self.configs_from is not None:
+            raise ConfigError("--warm-start and --configs-from both choose the configs to try first: pass one of them.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"--max-concurrent must be an int >= 1. Got {self.max_concurrent!r} instead.")
         spaces.validate_space(self.space)

@@ -7,6 +7,7 @@
     python tune/search.py --task A2W --features a2w.pt         # screen on a feature cache
     python tune/search.py --task A2W --features a2w.pt --population 64 --num-samples 200   # 64 configs per Ray trial
     python tune/search.py --task P2H --features p2h.pt --population 16 --configs-from RESULTS/e2e/P2H   # replay a search's configs
+    python tune/search.py --task S2H --warm-start RESULTS/x/P2H RESULTS/x/H2P   # start from other tasks' searches
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
@@ -68,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--configs-from", metavar="EXPERIMENT",
                    help="replay the configs of a finished search (its task folder, e.g. RESULTS/e2e/P2H): the screen trains "
                         "exactly those (--num-samples and the space become that search's); analysis/proxy.py compares the two")
+    t.add_argument("--warm-start", nargs="+", metavar="EXPERIMENT",
+                   help="start from finished searches of other tasks in the same space (their task folders or URIs, e.g. "
+                        "RESULTS/NAME/P2H): each one's best config is tried first, in this order, and TPE is informed by "
+                        "their trials (docs/search.md, Warm start)")
     t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false; repeatable)")
     t.add_argument("--metric", default="target_acc", choices=SEARCH_METRICS,
@@ -183,7 +188,7 @@ def options_for(args: argparse.Namespace, task: str, name: str | None) -> Search
                          keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage,
                          max_failures=args.max_failures, trial_resources=args.trial_resources,
                          trackers=args.tracker, mps=not args.no_mps, population=args.population,
-                         configs_from=args.configs_from)
+                         configs_from=args.configs_from, warm_start=args.warm_start)
 
 
 _STATES = {

@@ -22,6 +22,13 @@ Datasets, in the order of :data:`DATASETS` (and of :data:`TASKS`)
     printed <-> handwritten digits (:mod:`ssot.data.printed`): ``P2H``, ``H2P`` and their
     target-supervised references ``H2H``, ``P2P``; ``--task embedded`` searches ``digits``,
     ``P2H`` and ``H2P``.
+``embedded3``
+    the three domains printed (``P``), handwritten (``H``) and shifted handwritten (``S``,
+    :mod:`ssot.data.shifted`) of the same digits, like Office-31's A/D/W: ``--task embedded3``
+    searches its six tasks ``P2H``, ``H2P``, ``P2S``, ``S2P``, ``H2S``, ``S2H``. It holds the four
+    tasks with ``S`` and the reference ``S2S``; ``P2H`` and ``H2P`` (and ``H2H``, ``P2P``) stay the
+    ``embedded`` dataset's, unchanged. The target-supervised reference of ``X2Y`` is ``Y2Y``
+    (:func:`reference_task`).
 ``custom``
     two image folders of the user's own (``--source``, ``--target``; :mod:`ssot.data.folders`).
 """
@@ -37,7 +44,7 @@ from ssot.errors import ConfigError, did_you_mean
 
 __all__ = ["Archive", "DatasetSpec", "TaskSpec", "DATASETS", "BENCHMARKS", "TASKS", "task", "task_names",
            "tasks_of", "searched_tasks", "search_tasks", "dataset_of", "task_defaults", "default_variants",
-           "build_function", "check_function"]
+           "build_function", "check_function", "reference_task"]
 
 
 @dataclass(frozen=True)
@@ -230,6 +237,14 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         references={"H2H": "P2H", "P2P": "H2P"}, searched=("digits", "P2H", "H2P"),
     ),
     DatasetSpec(
+        name="embedded3", title="printed, handwritten and shifted handwritten digits (embedded, three domains)",
+        domains={"P": "printed", "H": "handwritten", "S": "shifted"}, classes=_DIGITS, target_class_names=_DIGITS[:5],
+        # P2H, H2P, H2H and P2P are the embedded dataset's (unchanged); this one adds the domain S
+        tasks=("P2S", "S2P", "H2S", "S2H", "S2S"), builder="ssot.data.printed:from_config", image_pixels=8,
+        task_defaults={"P2S": {"iters_per_epoch": 28}},  # 1800 printed sources, as P2H
+        references={"S2S": "P2S"}, searched=("P2H", "H2P", "P2S", "S2P", "H2S", "S2H"),
+    ),
+    DatasetSpec(
         name="custom", title="custom (--source and --target folders)", domains={}, classes=(), target_class_names=(),
         tasks=("custom",), builder="ssot.data.folders:from_config", checker="ssot.data.layouts:check_folders",
         defaults=_IMAGE_DEFAULTS,
@@ -344,6 +359,18 @@ def check_function(name: str) -> Callable[..., Any] | None:
         return None
     module, _, function = checker.partition(":")
     return getattr(importlib.import_module(module), function)
+
+
+def reference_task(name: str) -> str | None:
+    """The target-supervised reference (ceiling) of task ``name``: ``Y2Y`` for a task ``X2Y`` when
+    ``Y2Y`` is a reference task on the same target domain (``P2H`` -> ``H2H``, ``S2P`` -> ``P2P``;
+    ImageCLEF's ``I2P`` has none), else ``None``."""
+    found = task(name)
+    _, sep, tgt = found.name.partition("2")
+    reference = _BY_LOWER.get(f"{tgt}2{tgt}".lower()) if sep and found.reference_of is None else None
+    if reference is None or reference.reference_of is None or reference.target != found.target:
+        return None
+    return reference.name
 
 
 def build_function(name: str) -> Callable[..., Any]:
