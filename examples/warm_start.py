@@ -145,7 +145,7 @@ def body(example: common.Example) -> int:
 
 if __name__ == "__main__":
     parser = common.parser(__doc__, tasks=("embedded3",), default_task="embedded3")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="sampler seeds (default 0-4)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="sampler seeds")
     parser.add_argument("--stage", choices=("all", *STAGES), default="all", help="run one stage only (default: all)")
     parser.add_argument("--lock", type=Path, help="run each command under `flock LOCK` (e.g. /tmp/ssot-heavy.lock)")
     sys.exit(common.main(body, parser.parse_args(), "warm_start"))

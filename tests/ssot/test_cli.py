@@ -286,7 +286,7 @@ def test_a_missing_dataset_is_refused_before_torch_or_ray_load(tmp_path):
         "                   (data.main, ['prepare', '--task', 'A2W', '--data-root', out + '/data', '--out', out + '/old.ssotimg']),\n"
         "                   (data.main, ['check', '--data-root', out + '/none']),\n"
         "                   (features.main, ['--task', 'P2I', '--out', out + '/c.pt']),\n"
-        "                   (features.main, ['--task', 'P2X', '--out', out + '/c.pt']),\n"
+        "                   (features.main, ['--task', 'P2IX', '--out', out + '/c.pt']),\n"
         "                   (features.main, ['--config', out + '/cfg.json', '--out', out + '/cfg.json']),\n"
         "                   (feature_maps.main, [out + '/missing.pt', '--out', out + '/map.npz']),\n"
         "                   (feature_maps.main, [out + '/missing.pt', '--out', out + '/old.npz'])):\n"
@@ -301,7 +301,7 @@ def test_a_missing_dataset_is_refused_before_torch_or_ray_load(tmp_path):
     assert errors[3].startswith(f"error: --source {tmp_path}/none is not a folder"), errors
     assert not (tmp_path / "rr").exists() and not (tmp_path / "abl").exists()
     assert errors[7].startswith("error: Unknown task 'A2X'. Did you mean 'A2W'?") and errors[11].startswith(
-        "error: Unknown task 'P2X'. Did you mean 'P2P'?"), errors
+        "error: Unknown task 'P2IX'. Did you mean 'P2I'?"), errors
     assert errors[8].startswith(f"error: --out {tmp_path}/old.ssotimg already exists"), errors
     assert errors[9].startswith(f"error: data root {tmp_path}/none does not exist"), errors
     assert errors[12].startswith(f"error: --out {tmp_path}/cfg.json is one of the command's inputs"), errors
