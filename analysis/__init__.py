@@ -32,6 +32,11 @@ then figures (``heatmap_figure(info)``, or ``heatmap_figure_mpl(info)`` with mat
 papers, ...) and the whole dashboard (``build_dashboard("ray_results")``).
 """
 
+from analysis.charts.curves import learning_curves_figure
+from analysis.charts.heatmap import heatmap_figure
+from analysis.charts.importance import importance_figure, importances_figure
+from analysis.charts.marginal import marginal_figure
+from analysis.charts.parallel import parallel_figure
 from analysis.dashboard import DashboardResult, build_dashboard, export_images
 from analysis.data.bins import AxisBins, HeatmapInfo, axis_bins, heatmap_info
 from analysis.data.experiments import (
@@ -58,11 +63,6 @@ from analysis.data.importance import MIN_TRIALS, ImportanceInfo, importance_info
 from analysis.data.marginal import MarginalInfo, marginal_infos
 from analysis.data.views import View, default_view, experiment_views, view_results
 from analysis.mpl.figures import heatmap_figure_mpl, learning_curves_figure_mpl
-from analysis.charts.curves import learning_curves_figure
-from analysis.charts.heatmap import heatmap_figure
-from analysis.charts.importance import importance_figure, importances_figure
-from analysis.charts.marginal import marginal_figure
-from analysis.charts.parallel import parallel_figure
 from ssot.results.paper import paper_accuracy_path, read_paper_accuracy
 
 __all__ = [

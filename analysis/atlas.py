@@ -32,21 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     from analysis.dashboard.static import DEFAULT_FORMATS, FORMATS
     from analysis.data.tunability import N_BOOTSTRAP
 
-    parser = argparse.ArgumentParser(prog="python analysis/atlas.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python analysis/atlas.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", metavar="RESULTS",
                         help="folder searched recursively for one finished search per task, or a URI such as s3://bucket/prefix")
-    parser.add_argument("--out", type=Path, required=True, help="folder of the page (atlas.html) and its figures (figures/)")
+    parser.add_argument("--out", type=Path, required=True, metavar="FOLDER",
+                        help="folder of the page (atlas.html) and its figures (figures/)")
     parser.add_argument("--name", help="use only the searches of this experiment name (--name of tune/search.py)")
     parser.add_argument("--view", default="default",
                         help="the trials each task is read on: default (per group, the earliest of the tasks' default "
                              "views, as the dashboard opens them), final, best or epoch<R> (an ASHA rung)")
-    parser.add_argument("--transfer", type=Path,
+    parser.add_argument("--transfer", type=Path, metavar="FOLDER",
                         help="the folder of tune/transfer.py's replays (default: the one found under RESULTS, if any)")
-    parser.add_argument("--bootstrap", type=int, default=N_BOOTSTRAP,
-                        help=f"bootstrap replicates of the tunability's intervals (default {N_BOOTSTRAP}; 0: none)")
-    parser.add_argument("--format", choices=FORMATS, nargs="+", default=list(DEFAULT_FORMATS),
-                        help="static figure formats (default: pdf png)")
-    parser.add_argument("--no-images", action="store_true", help="write the HTML only")
+    parser.add_argument("--bootstrap", type=int, default=N_BOOTSTRAP, metavar="N",
+                        help="bootstrap resamples of the tunability's intervals (0: no intervals, the fastest)")
+    cli.add_figure_flags(parser, FORMATS, DEFAULT_FORMATS)
     return parser
 
 
@@ -68,7 +67,7 @@ def atlas(args: argparse.Namespace) -> int:
     from analysis.data.transfer import find_atlas_transfer
     from ssot.results import storage
     from ssot.results.searches import task_searches
-    from ssot.results.transfer import MANIFEST_FILE, read_transfer
+    from ssot.results.transfer import MANIFEST_FILE, Transfer, read_transfer
 
     if args.bootstrap < 0:
         raise ResultsError(f"The '--bootstrap' argument must be an int in [0, inf). Got {args.bootstrap} instead.")
@@ -81,9 +80,11 @@ def atlas(args: argparse.Namespace) -> int:
         if not (args.transfer / MANIFEST_FILE).is_file():
             raise ResultsError(f"--transfer {args.transfer} holds no {MANIFEST_FILE}: pass the --out folder of a finished "
                                "tune/transfer.py (rerun it to finish an interrupted one).")
-        transfer, notes = read_transfer(args.transfer), []
-        if not transfer.manifest:
-            raise ResultsError(f"--transfer {args.transfer}: {transfer.problems[0].message}")
+        given = read_transfer(args.transfer)
+        if not given.manifest:
+            raise ResultsError(f"--transfer {args.transfer}: {given.problems[0].message}")
+        transfer: Transfer | None = given
+        notes: list[str] = []
     else:
         local = [] if storage.is_uri(args.results_dir) else [args.results_dir]
         transfer, notes = find_atlas_transfer(local, [t.task for t in chosen.tasks])

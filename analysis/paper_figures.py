@@ -32,10 +32,10 @@ def _save(fig: plt.Figure, out: Path) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python analysis/paper_figures.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("figure", choices=("solvers", "class-weights", "feature-map"))
+    parser = cli.Parser(prog="python analysis/paper_figures.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("figure", choices=("solvers", "class-weights", "feature-map"), help="the figure to draw")
     parser.add_argument("inputs", nargs="+", type=Path, help="run records (JSON; solvers: also folders of them), or one t-SNE file (.npz)")
-    parser.add_argument("--out", type=Path, required=True, help="the figure (.png, .pdf or .svg); never overwritten")
+    parser.add_argument("--out", type=Path, required=True, metavar="PATH", help="the figure (.png, .pdf or .svg); never overwritten")
     return parser
 
 

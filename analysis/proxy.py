@@ -27,12 +27,14 @@ CSV_NAME, MARKDOWN_NAME = "proxy.csv", "proxy.md"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python analysis/proxy.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python analysis/proxy.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("screens", metavar="SCREENS", help="a screen's folder, or a folder searched recursively for screens")
-    parser.add_argument("--reference", help="the end-to-end experiment to compare every screen with (default: the one each "
-                                            "screen replayed, recorded by tune/search.py --configs-from)")
+    parser.add_argument("--reference", metavar="EXPERIMENT",
+                        help="the end-to-end experiment to compare every screen with (default: the one each "
+                             "screen replayed, recorded by tune/search.py --configs-from)")
     parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), help="the k of 'top-k of the screen, confirmed'")
-    parser.add_argument("--out", type=Path, help="also write proxy.csv and proxy.md into this folder (never overwritten)")
+    parser.add_argument("--out", type=Path, metavar="FOLDER",
+                        help="also write proxy.csv and proxy.md into this folder (never overwritten)")
     return parser
 
 
@@ -76,7 +78,7 @@ def proxy(args: argparse.Namespace) -> int:
         fixed = _one(args.reference) if args.reference else None
         infos, references = [], {}
         for screen in experiments:
-            where = args.reference or reference_path(screen.meta)
+            where = args.reference or reference_path(screen.meta or {})
             if where is None:
                 continue
             if fixed is None and where not in references:

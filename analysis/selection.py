@@ -1,7 +1,7 @@
 """Regret of label-free model selection against the oracle (target accuracy).
 
-    python analysis/selection.py RESULTS_DIR            # -> RESULTS_DIR/selection.csv, selection.md
-    python analysis/selection.py RESULTS_DIR --out DIR
+    python analysis/selection.py RESULTS            # -> RESULTS/selection.csv, selection.md
+    python analysis/selection.py RESULTS --out DIR
     python analysis/selection.py s3://bucket/ssot --out DIR   # experiments in object storage
 
 The tables are computed by :mod:`analysis.data.selection` (hyperparameter and epoch selection,
@@ -24,10 +24,11 @@ from ssot.results.markdown import write_new_tables
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+    parser = cli.Parser(prog="python analysis/selection.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", metavar="RESULTS",
                         help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix (then --out is required)")
-    parser.add_argument("--out", type=Path, help="output folder (default RESULTS_DIR); existing files are never overwritten")
+    parser.add_argument("--out", type=Path, metavar="FOLDER",
+                        help="output folder; existing files are never overwritten (default: RESULTS)")
     return parser
 
 

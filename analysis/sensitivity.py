@@ -1,10 +1,10 @@
 """Sensitivity heatmaps and the interactive dashboard of every experiment under a results folder.
 
-    python analysis/sensitivity.py RESULTS_DIR          # or: python -m analysis.sensitivity
-    python analysis/sensitivity.py RESULTS_DIR --out reports/p2h.html   # + reports/p2h_figures/
+    python analysis/sensitivity.py RESULTS          # or: python -m analysis.sensitivity
+    python analysis/sensitivity.py RESULTS --out reports/p2h.html   # + reports/p2h_figures/
     python analysis/sensitivity.py s3://bucket/ssot --out dashboard.html   # object storage
-    # -> RESULTS_DIR/dashboard.html (self-contained, opens offline)
-    #    RESULTS_DIR/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
+    # -> RESULTS/dashboard.html (self-contained, opens offline)
+    #    RESULTS/figures/<task>__<experiment>__<x>__<y>.pdf and .png (one per heatmap of
     #    the experiment's default view) and <task>__<experiment>__curves.pdf/.png, drawn with
     #    matplotlib: no browser needed (--image-backend plotly uses kaleido and Chromium instead)
 
@@ -17,7 +17,7 @@ views of an ASHA search are one click away. A search still running is drawn as f
 with a banner saying that it is partial. Importances carry bootstrap intervals
 (``--bootstrap N`` resamples, default 200; about 0.15 s per resample of 20 trials on a CPU core).
 
-The dashboard also draws the paper's other analyses found under RESULTS_DIR (run records of
+The dashboard also draws the paper's other analyses found under RESULTS (run records of
 ``tune/ablation.py``, ``tune/solvers.py``, ``tune/final.py`` or ``--out``, and t-SNE files of
 ``python -m ssot.feature_maps``): class weights vs the truth, OT solvers, feature maps
 (:mod:`analysis.dashboard.paper_section`); a folder holding only those is drawn too.
@@ -76,39 +76,34 @@ def build_parser() -> argparse.ArgumentParser:
     from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS
     from analysis.data.importance import N_BOOT
 
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="python analysis/sensitivity.py",
-        description="Draw the sensitivity dashboard of every experiment under RESULTS_DIR.",
+        description="Draw the sensitivity dashboard of every experiment under RESULTS.",
     )
-    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+    parser.add_argument("results_dir", metavar="RESULTS",
                         help="folder searched recursively for experiment.json, or a URI such as s3://bucket/prefix "
                              "(the storage path of tune/search.py; then --out is required)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"HTML file to write (default: RESULTS_DIR/{DASHBOARD_FILE}); its static figures go "
-                             f"beside it, into {FIGURES_DIR}/ for {DASHBOARD_FILE}, <name>{FIGURES_SUFFIX}/ for <name>.html")
-    parser.add_argument("--figures-dir", type=Path, default=None,
+    parser.add_argument("--out", type=Path, default=None, metavar="PATH",
+                        help=f"HTML file to write; its static figures go beside it, into {FIGURES_DIR}/ for "
+                             f"{DASHBOARD_FILE}, <name>{FIGURES_SUFFIX}/ for <name>.html (default: RESULTS/{DASHBOARD_FILE})")
+    parser.add_argument("--figures-dir", type=Path, default=None, metavar="FOLDER",
                         help="folder of the static figures (default: beside the page, named after it, see --out)")
-    parser.add_argument("--format", choices=FORMATS, nargs="+", default=list(DEFAULT_FORMATS),
-                        help="static figure formats (default: pdf png)")
+    cli.add_figure_flags(parser, FORMATS, DEFAULT_FORMATS)
     parser.add_argument("--image-backend", choices=BACKENDS, default="matplotlib",
-                        help="draw the static figures with matplotlib (default, no browser "
-                             "needed) or write the dashboard's Plotly figures through kaleido "
-                             "(needs Chrome or Chromium)")
-    parser.add_argument("--no-images", action="store_true",
-                        help="write the HTML only")
+                        help="draw the static figures with matplotlib (no browser needed) or write the dashboard's "
+                             "Plotly figures through kaleido (needs Chrome or Chromium)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing --out and figures of the same names in --figures-dir (refused by default)")
     parser.add_argument("--bins", type=_bins, default="decades",
                         help="binning of log/linear axes of TPE and random searches: 'decades' "
-                             "(default: on log axes one cell centred on each power of ten, "
+                             "(on log axes one cell centred on each power of ten, "
                              "[10^(k-1/2), 10^(k+1/2)), like the paper's grid; 5 equal cells on "
                              "linear axes), a number of equal-width bins (in log space on log "
                              "axes), or comma-separated edges; grid searches always keep one "
                              "cell per grid value")
     parser.add_argument("--bootstrap", type=_resamples, default=N_BOOT, metavar="N",
-                        help=f"bootstrap resamples of the importances' intervals (default {N_BOOT}; 0: no intervals, "
-                             "the fastest)")
-    parser.add_argument("--paper-csv", type=Path, default=None,
+                        help="bootstrap resamples of the importances' intervals (0: no intervals, the fastest)")
+    parser.add_argument("--paper-csv", type=Path, default=None, metavar="PATH",
                         help="the paper's accuracies (default: ssot/paper_accuracy.csv)")
     return parser
 

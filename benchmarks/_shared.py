@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def rate(fn: Callable[[], Any], *, iters: int, warmup: int, device: str) -> float:

@@ -21,6 +21,7 @@ if __package__ in (None, ""):  # run as a script: import the project beside this
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ssot import SSOTConfig, Trainer  # noqa: E402
+from ssot.data.base import num_samples  # noqa: E402
 from ssot.data.digits import build_digits_task  # noqa: E402
 
 REPEATS = 3
@@ -51,7 +52,7 @@ def main() -> None:
     per_epoch = best_of(lambda: one_epoch(0))
     per_iter = best_of(lambda: one_epoch(1))
     n_iter = base.iterations_per_epoch()
-    print(f"adaptation epoch ({n_iter} iterations, {len(task.target)} target images):")
+    print(f"adaptation epoch ({n_iter} iterations, {num_samples(task.target)} target images):")
     print(f"  p_t once per epoch  {per_epoch:7.2f} s")
     print(f"  p_t every iteration {per_iter:7.2f} s   ratio {per_iter / per_epoch:5.1f}x")
     print("  (the extra cost is one target pass per iteration: on VisDA-2017, ~29k target images,"

@@ -56,6 +56,7 @@ def epoch_time(trainer: Any, repeats: int = 2) -> float:
 
 def image_vs_features(image_size: int, per_class: int) -> dict[str, float]:
     from ssot.config import SSOTConfig
+    from ssot.data.base import num_samples
     from ssot.features import build_feature_cache
     from ssot.trainer import Trainer
 
@@ -70,7 +71,7 @@ def image_vs_features(image_size: int, per_class: int) -> dict[str, float]:
         feats = Trainer(cfg.replace(backbone="features", features_path=str(Path(tmp) / "a2w.pt")))
         assert image.iterations_per_epoch() == feats.iterations_per_epoch()
         out = {"image": epoch_time(image), "features": epoch_time(feats), "build": build,
-               "iters": image.iterations_per_epoch(), "n_images": len(image.task.source) + len(image.task.target)}
+               "iters": image.iterations_per_epoch(), "n_images": num_samples(image.task.source) + num_samples(image.task.target)}
     return out
 
 
@@ -88,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=40, help="timed iterations of section 2 (digits; ResNet-50: a quarter)")
     args = parser.parse_args(argv)
     import torch
-
     from gpu import make_trainer
+
     from ssot.config import SSOTConfig
     from ssot.trainer import Trainer
 
@@ -101,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(goal >= 20x); building the cache once: {r['build']:.1f} s", flush=True)
 
     digits = Trainer(SSOTConfig.for_task("digits", device="cpu"))
-    x, y = digits.task.source.tensors
-    xt = digits.task.target.tensors[0]
+    source: Any = digits.task.source  # the digits task's sets are TensorDatasets
+    target: Any = digits.task.target
+    x, y = source.tensors
+    xt = target.tensors[0]
     rows = [("digits CNN, 16x16", digits, (x[:32], y[:32], xt[:32]))]
     resnet, batch = make_trainer("cpu", "fp32", image_size=args.image_size)
     rows.append((f"ResNet-50, {args.image_size}x{args.image_size}", resnet, batch))

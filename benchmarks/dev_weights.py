@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from ssot import cli
 from ssot import validators as V
 from ssot.results.markdown import markdown_table
 
-ESTIMATES = {"cross-fitted (5 folds)": {}, "in-sample (before)": {"folds": 1, "l2": (0.01,)}}
+ESTIMATES: dict[str, dict[str, Any]] = {"cross-fitted (5 folds)": {}, "in-sample (before)": {"folds": 1, "l2": (0.01,)}}
 
 
 def gaussians(d: int, shift: float, seed: int, n_source: int = 300, n_target: int = 200):
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     rows = []
     for d, shift in ((64, 1.0), (64, 1.5), (128, 1.0), (256, 1.0), (256, 1.5)):
-        cells = {name: ([], []) for name in ESTIMATES}
+        cells: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in ESTIMATES}
         truth = []
         for seed in range(args.seeds):
             src, tgt, true = gaussians(d, shift, seed)

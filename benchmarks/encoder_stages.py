@@ -3,7 +3,7 @@
     python benchmarks/encoder_stages.py --reference RESULTS/random-s0/P2H
     python benchmarks/encoder_stages.py --reference RESULTS/random-s0/P2H --stages pretrained untrained --epochs 30
 
-For each ``--stages`` (:data:`ssot.data.features.ENCODERS` that fit the task's backbone), a cache of
+For each ``--stages`` (:data:`ssot.data.encoder_stages.ENCODERS` that fit the task's backbone), a cache of
 the reference's task and seed is built in a temporary folder (``python -m ssot.features
 --encoder STAGE``), the reference's configs are trained on it as populations
 (:class:`ssot.population.Population`, the reference's config otherwise, ``--epochs`` to change the
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     table = reference.trial_table().sort_values("trial_id", kind="stable")
     truth = np.where(table["status"] == "diverged", 0.0, table["final_acc"].to_numpy(dtype=float))
     assert len(truth) == len(read_reference(str(args.reference), reference.task).configs)
-    print(f"{reference.task}, reference {args.reference} ({len(truth)} configs, seed {reference.meta['base_config']['seed']}); "
+    print(f"{reference.task}, reference {args.reference} ({len(truth)} configs, seed {(reference.meta or {})['base_config']['seed']}); "
           f"best end-to-end accuracy {100 * np.nanmax(truth):.1f} %")
     with tempfile.TemporaryDirectory() as tmp:
         for stage in args.stages:
@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             order = np.argsort(-acc[keep], kind="stable")
             best = np.nanmax(truth[keep])
             regrets = ", ".join(f"top-{k} {100 * (best - truth[keep][order[:k]].max()):.1f}" for k in args.k)
-            print(f"  {stage:10s}: Spearman {spearman(acc[keep], truth[keep]):.2f}, Kendall {kendall_tau_b(acc[keep], truth[keep]):.2f}; "
+            screened, ended = acc[keep].tolist(), truth[keep].tolist()
+            print(f"  {stage:10s}: Spearman {spearman(screened, ended):.2f}, Kendall {kendall_tau_b(screened, ended):.2f}; "
                   f"regret (points) {regrets}; screen accuracies {100 * acc.min():.1f}-{100 * acc.max():.1f} %; {wall:.0f} s",
                   flush=True)
     return 0

@@ -3,7 +3,7 @@
     python benchmarks/gpu.py                          # the report on a CUDA GPU (about 10 min on an H100)
     python benchmarks/gpu.py --compile --out gpu.md   # also torch.compile'd; write the table (never overwrites)
     python benchmarks/gpu.py --device cpu --smoke     # every code path with tiny sizes on a CPU
-    python benchmarks/gpu.py --device cpu --sections pipeline --workers 2   # the input pipeline, measured on a CPU
+    python benchmarks/gpu.py --device cpu --sections pipeline --num-workers 2   # the input pipeline, measured on a CPU
 
 Random-init ResNet-50 (bottleneck 1024-512, 31 classes: the Office-31 tasks' model; no weight
 download), 224x224 inputs, batch 32 + 32, bf16 autocast on CUDA (fp32 on a CPU). Sections
@@ -40,6 +40,7 @@ names the GPU (or CPU) and the torch version, with each goal beside its ratio.
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing as mp
 import os
 import platform
@@ -162,13 +163,13 @@ def bench_model(device: str, precision: str, sizes: Sizes, compile: bool) -> dic
         trainer, batch = make_trainer(device, precision, batch=sizes.batch, image_size=sizes.image, compile=compiled)
         for fmt, name in ((torch.contiguous_format, "NCHW"), (torch.channels_last, "channels_last")):
             b = set_format(trainer, batch, fmt)
-            out[f"plain CE, {name}{suffix}"] = per_step * rate(lambda: ce_step(trainer, *b), iters=sizes.iters,
+            out[f"plain CE, {name}{suffix}"] = per_step * rate(functools.partial(ce_step, trainer, *b), iters=sizes.iters,
                                                                warmup=sizes.warmup, device=device)
-            out[f"SSOT step, {name}{suffix}"] = per_step * rate(lambda: trainer.step(*b), iters=sizes.iters,
+            out[f"SSOT step, {name}{suffix}"] = per_step * rate(functools.partial(trainer.step, *b), iters=sizes.iters,
                                                                 warmup=sizes.warmup, device=device)
         if not compiled:
             b = set_format(trainer, batch, torch.contiguous_format)
-            out["old SSOT step (NCHW, host read every step)"] = per_step * rate(lambda: old_step(trainer, *b), iters=sizes.iters,
+            out["old SSOT step (NCHW, host read every step)"] = per_step * rate(functools.partial(old_step, trainer, *b), iters=sizes.iters,
                                                                                warmup=sizes.warmup, device=device)
         del trainer
     return out
@@ -278,7 +279,7 @@ def epoch_seconds(trainer: Any, *, before: bool, epochs: int = 2) -> float:
             read_on_host(losses)
             return losses
 
-        trainer.step = synced  # type: ignore[method-assign]
+        trainer.step = synced
     seconds = 0.0
     for _ in range(epochs):
         if before:
@@ -375,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
     device = args.device
     sizes = SMOKE if args.smoke else CPU if device == "cpu" else Sizes(seconds=args.seconds)
     precision = "bf16" if device == "cuda" else "fp32"
-    workers = usable_workers(DEFAULT_WORKERS if args.workers is None else args.workers)
+    workers = usable_workers(DEFAULT_WORKERS if args.num_workers is None else args.num_workers)
     sections = args.sections or list(SECTIONS)
     machine = machine_name(device)
     print(machine, flush=True)
@@ -430,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every section runs, measures nothing")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, help="the sections to run (default: all)")
     parser.add_argument("--compile", action="store_true", help="also measure torch.compile (CUDA only)")
-    parser.add_argument("--workers", type=int, help=f"JPEG loader workers (default {DEFAULT_WORKERS}, capped at the CPUs)")
+    parser.add_argument("--num-workers", type=int, help=f"JPEG loader workers (default {DEFAULT_WORKERS}, capped at the CPUs)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measurement window of each trials-sharing run")
     parser.add_argument("--out", type=Path, help="also write the Markdown table here (refuses to overwrite)")
     args = parser.parse_args(argv)

@@ -58,7 +58,7 @@ def page_of(module: griffe.Module) -> str:
 
 def kind_of(obj: griffe.Object | griffe.Alias) -> str:
     try:
-        return (obj.final_target if obj.is_alias else obj).kind.value
+        return (obj.final_target if isinstance(obj, griffe.Alias) else obj).kind.value
     except (griffe.AliasResolutionError, griffe.CyclicAliasError):
         return "name"
 
@@ -77,7 +77,7 @@ def first_sentence(docstring: str) -> str:
 
 def summary(obj: griffe.Object | griffe.Alias, index: Index) -> str:
     """The one-line summary of an object, as Markdown fit for a table cell."""
-    target = obj.final_target if obj.is_alias else obj
+    target = obj.final_target if isinstance(obj, griffe.Alias) else obj
     if target.docstring is None:
         return ""
     renderer = Renderer(index, scopes_of(target), citation_anchors(target))
@@ -85,7 +85,7 @@ def summary(obj: griffe.Object | griffe.Alias, index: Index) -> str:
 
 
 def summary_table(module: griffe.Module, index: Index) -> str:
-    rows = [(m, "module") for m in sorted(module.modules.values(), key=lambda m: m.name) if not m.is_alias]
+    rows: list[tuple[griffe.Object | griffe.Alias, str]] = [(m, "module") for m in sorted(module.modules.values(), key=lambda m: m.name) if not m.is_alias]
     rows += [(obj, kind_of(obj)) for obj in module.members.values() if documented(obj)]
     if not rows:
         return ""
@@ -126,9 +126,10 @@ def modules_table() -> str:
 
 def on_config(config: MkDocsConfig, **kwargs: Any) -> MkDocsConfig:
     """Replace the nav entry that points at the API overview by the generated API section."""
-    for n, entry in enumerate(config.nav or []):
+    entries = config.nav or []
+    for n, entry in enumerate(entries):
         if isinstance(entry, dict) and list(entry.values()) == [INDEX_PAGE]:
-            config.nav[n] = {next(iter(entry)): nav()}
+            entries[n] = {next(iter(entry)): nav()}
             break
     else:
         raise ValueError(f"mkdocs.yml's nav has no entry for {INDEX_PAGE} (the generated API pages hang there)")

@@ -111,7 +111,7 @@ def walk(obj: griffe.Object) -> Iterator[griffe.Object]:
     """``obj`` and every object defined inside it (aliases, i.e. imported names, are not followed)."""
     yield obj
     for member in obj.members.values():
-        if not member.is_alias:
+        if not isinstance(member, griffe.Alias):
             yield from walk(member)
 
 
@@ -153,7 +153,7 @@ class Index:
         obj = self.paths.get(path)
         if obj is None:
             return None
-        if obj.is_alias:
+        if isinstance(obj, griffe.Alias):
             try:
                 target = obj.final_target.path
             except (griffe.AliasResolutionError, griffe.CyclicAliasError):
@@ -165,9 +165,10 @@ class Index:
         """Whether the object at ``path`` (not an imported name) has an entry in the API pages: every
         module has a page, and an object is rendered when it and the classes it is in are
         (:func:`documented`)."""
-        obj: griffe.Object | None = self.paths.get(path)
-        if obj is None or obj.is_alias:
+        found = self.paths.get(path)
+        if found is None or isinstance(found, griffe.Alias):
             return False
+        obj: griffe.Object | None = found
         while obj is not None and not obj.is_module:
             if not documented(obj):
                 return False
@@ -199,7 +200,7 @@ def documented(obj: griffe.Object | griffe.Alias) -> bool:
     it (``__all__``); modules are not members of their package's page (each has its own)."""
     if obj.name.startswith("_"):
         return False
-    if obj.is_alias:
+    if isinstance(obj, griffe.Alias):
         try:
             return bool(obj.is_exported and not obj.final_target.is_module and obj.final_target.has_docstrings)
         except (griffe.AliasResolutionError, griffe.CyclicAliasError):
@@ -308,10 +309,10 @@ class Renderer:
             elif (reference := _REFERENCE.match(line)) is not None:
                 flush()
                 i = self._reference(lines, i, reference, out)
-            elif _BORDER.match(line) and (end := _table_end(lines, i)) is not None:
+            elif _BORDER.match(line) and (table_end := _table_end(lines, i)) is not None:
                 flush()
-                out += self._table(lines[i:end + 1])
-                i = end + 1
+                out += self._table(lines[i:table_end + 1])
+                i = table_end + 1
             elif line.rstrip().endswith("::") and not line.strip().startswith(".."):
                 stripped = line.rstrip()
                 if stripped.strip() != "::":  # "text::" -> "text:", "text ::" -> "text"
@@ -361,7 +362,7 @@ class Renderer:
         pad = match[1]
         end = self._block_end(lines, i, len(pad))
         body = [match[2].strip()] + [line.strip() for line in lines[i + 1:end]]
-        equations = [[]]  # blank lines separate equations, as in Sphinx
+        equations: list[list[str]] = [[]]  # blank lines separate equations, as in Sphinx
         for row in body:
             if row:
                 equations[-1].append(row)
@@ -395,6 +396,7 @@ class Renderer:
 
     def _table(self, rows: list[str]) -> list[str]:
         border = _BORDER.match(rows[0])
+        assert border is not None, "a table starts at its border"
         pad = border[1]
         starts = [m.start() for m in re.finditer(r"=+", rows[0])]
         borders = [n for n, row in enumerate(rows) if _BORDER.match(row)]
@@ -510,9 +512,10 @@ class SphinxToMarkdown(griffe.Extension):
             return
         index = project_index()
         for obj in walk(pkg):
-            if obj.is_attribute:
+            if isinstance(obj, griffe.Attribute):
                 attach_comment(obj, loader)
         described = [obj for obj in walk(pkg) if obj.docstring is not None]
         citations = {obj.path: citation_anchors(obj) for obj in described}  # before any docstring changes
         for obj in described:
+            assert obj.docstring is not None
             obj.docstring.value = Renderer(index, scopes_of(obj), citations[obj.path]).render(obj.docstring.value)

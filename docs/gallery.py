@@ -65,7 +65,7 @@ def written_figures(tree: ast.AST) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".png"):
             patterns.append(node.value)
         elif isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "*" for v in node.values)
+            text = "".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in node.values)
             if text.endswith(".png"):
                 patterns.append(text)
     return [Path(p).name for p in patterns]

@@ -89,7 +89,7 @@ def _markdown(rows: list[list[str]], header: list[str]) -> str:
 def _cli_doc() -> str:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return importlib.import_module("ssot.cli").__doc__
+    return importlib.import_module("ssot.cli").__doc__ or ""
 
 
 def commands_table() -> str:

@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 
-def tables(results: Path) -> str:
-    """The atlas's numbers as Markdown (the library of ``analysis/atlas.py``, on the same searches)."""
+def tables(results: Path, name: str | None = None) -> str:
+    """The atlas's numbers as Markdown (the library of ``analysis/atlas.py``, on the same searches;
+    ``name``: the searches of that experiment name only, as ``--name``)."""
     from analysis.data.atlas import build_atlas
     from analysis.data.experiments import load_experiments
     from analysis.data.frames import format_value
@@ -31,7 +32,7 @@ def tables(results: Path) -> str:
     from ssot.results.searches import task_searches
 
     experiments, _ = load_experiments(results)
-    atlas = build_atlas(task_searches(experiments))
+    atlas = build_atlas(task_searches(experiments, name))
     lines = []
     for group in atlas.compared:
         info = tunability_info(atlas.of_group(group.label))
@@ -64,7 +65,7 @@ def body(example: common.Example) -> int:
     results = example.out / "ray_results"
     epochs = [] if example.smoke or example.task != "embedded" else ["--epochs", "6"]
     example.run("tune/search.py", "--task", example.task, *example.search_flags(30), *epochs, "--no-early-stop",
-                *example.data_flags(), "--storage-path", results, "--verbose", "0")
+                *example.data_flags(), "--storage-path", results, "--quiet")
     example.run("tune/transfer.py", results, "--out", results / "transfer", *example.seeds(0, 1, 2),
                 *(["--num-cpus", "2"] if example.smoke else []))
     example.run("analysis/atlas.py", results, "--out", example.out / "atlas")

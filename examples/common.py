@@ -32,12 +32,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the examples run as files: import the project from its checkout
     sys.path.insert(0, str(ROOT))
 
+from ssot import cli  # noqa: E402  (after the project's folder is on the path)
+
 #: Flags of a quick training run (``--smoke-test``) and of a quick search.
 QUICK_TRAIN = ["--epochs", "1", "--pretrain-epochs", "1", "--iters-per-epoch", "3"]
 QUICK_SEARCH = ["--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=3",
                 "--grace-period", "1"]
 #: The embedded tasks (no data needed).
 EMBEDDED = ("digits", "P2H", "H2P")
+#: Every task that needs no data: digits and the six tasks of embedded3.
+EMBEDDED_TASKS = ("digits", "P2H", "H2P", "P2S", "S2P", "H2S", "S2H")
 
 
 class Failed(Exception):
@@ -50,16 +54,19 @@ class Failed(Exception):
 
 def parser(doc: str, *, tasks: tuple[str, ...] | None = EMBEDDED, default_task: str = "digits") -> argparse.ArgumentParser:
     """The example's flags: ``--out``, ``--smoke-test``, ``--dry-run`` (and ``--task``, ``--data-root`` when it takes a task)."""
-    p = argparse.ArgumentParser(description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(doc.split("\n\n")[1:]))
+    p = cli.Parser(description=doc.split("\n\n")[0], formatter_class=_Formatter, epilog="\n\n".join(doc.split("\n\n")[1:]))
     if tasks is not None:
-        p.add_argument("--task", default=default_task, help=f"the task (default {default_task}; embedded: {', '.join(tasks)}; "
-                                                              "a paper task such as P2I needs --data-root)")
-        p.add_argument("--data-root", help="root of the benchmark datasets (a paper task; default $SSOT_DATA_ROOT)")
-    p.add_argument("--out", type=Path, help="output folder (default examples-out/<example>)")
+        p.add_argument("--task", default=default_task, help=f"the task (embedded: {', '.join(tasks)}; a paper task such as "
+                                                              "P2I needs --data-root)")
+        cli.add_config_flag(p, "data_root")
+    p.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: examples-out/<example>)")
     p.add_argument("--smoke-test", action="store_true", help="quick mode: tiny runs that check the example, not its numbers")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     return p
+
+
+class _Formatter(cli.HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The commands' help style, the example's docstring kept as it is written."""
 
 
 class Example:
@@ -71,8 +78,9 @@ class Example:
         self.dry = args.dry_run
         self.smoke = args.smoke_test
         self.commands: list[list[str]] = []
+        self.prefix: list[str] = []  # a command each run goes through (e.g. ["flock", LOCK])
         if getattr(args, "data_root", None):  # the commands without --data-root read it from the environment
-            from ssot.data.benchmarks import DATA_ROOT_ENV
+            from ssot.data.layouts import DATA_ROOT_ENV
 
             os.environ[DATA_ROOT_ENV] = str(Path(args.data_root).resolve())
             print(f"# {DATA_ROOT_ENV}={os.environ[DATA_ROOT_ENV]}", flush=True)
@@ -105,7 +113,7 @@ class Example:
         if self.dry:
             return 0
         target = ["-m", command] if not command.endswith(".py") else [str(ROOT / command)]
-        status = subprocess.run([sys.executable, *target, *words]).returncode
+        status = subprocess.run([*self.prefix, sys.executable, *target, *words]).returncode
         if status not in ok:
             raise Failed(status)
         return status
@@ -114,7 +122,7 @@ class Example:
         """A paper task's data must be under the data root: else say what is missing and exit 2."""
         from ssot.data.registry import dataset_of
 
-        if self.task in EMBEDDED or self.dry:
+        if self.task in EMBEDDED_TASKS or self.dry:
             return
         dataset = dataset_of(self.task)
         try:

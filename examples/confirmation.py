@@ -20,7 +20,7 @@ def body(example: common.Example) -> int:
     example.check_data()
     results, confirmed = example.out / "ray_results", example.out / "confirmed"
     example.run("tune/search.py", "--task", example.task, *example.search_flags(20), *example.data_flags(),
-                "--storage-path", results, "--verbose", "0")
+                "--storage-path", results, "--quiet")
     example.run("tune/confirm.py", results, "--top", "2" if example.smoke else "3", *example.seeds(0, 1, 2),
                 "--out", confirmed)
     example.show(confirmed / "confirmation.md")

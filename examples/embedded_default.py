@@ -2,11 +2,13 @@
 
     python examples/embedded_default.py                  # digits (manual: Measured results, Embedded task)
     python examples/embedded_default.py --task P2H       # printed -> handwritten (manual: Printed <-> handwritten)
+    python examples/embedded_default.py --task S2P       # a task of embedded3 (manual: The six embedded3 tasks)
     python examples/embedded_default.py --task P2I --data-root DIR   # a paper task (no reference row)
 
 Runs ``python -m ssot.train --seeds 0 1 2`` with the task's defaults (its record holds the
-source-only accuracy of each seed), then the reference: on P2H/H2P the target-supervised run
-(H2H/P2P with ``--epochs 0``); on digits the source-only model of seed 0 on the *unshifted*
+source-only accuracy of each seed), then the reference: on a task X2Y of the printed, handwritten
+and shifted digits the target-supervised run Y2Y with ``--epochs 0`` (H2H for P2H,
+:func:`ssot.data.registry.reference_task`); on digits the source-only model of seed 0 on the *unshifted*
 held-out target (the library's ``build_digits_task(shifted=False)``). Prints the table.
 """
 from __future__ import annotations
@@ -16,9 +18,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-
-#: The target-supervised reference of each printed/handwritten task.
-REFERENCE = {"P2H": "H2H", "H2P": "P2P"}
 
 
 def in_domain_reference(example: common.Example) -> float:
@@ -35,17 +34,19 @@ def in_domain_reference(example: common.Example) -> float:
 
 
 def body(example: common.Example) -> int:
+    from ssot.data.registry import reference_task
+
     example.check_data()
     ssot = example.out / "ssot.json"
     example.run("ssot.train", "--task", example.task, *example.seeds(0, 1, 2), "--quiet", *example.train_flags(),
                 *example.data_flags(), "--out", ssot)
-    reference = None
-    if example.task in REFERENCE:
+    reference, ceiling = None, reference_task(example.task) if example.task in common.EMBEDDED_TASKS else None
+    if ceiling:
         ref = example.out / "reference.json"
-        example.run("ssot.train", "--task", REFERENCE[example.task], *example.seeds(0, 1, 2), "--quiet",
+        example.run("ssot.train", "--task", ceiling, *example.seeds(0, 1, 2), "--quiet",
                     *example.train_flags(), "--epochs", "0", "--out", ref)
         if not example.dry:
-            reference = f"{common.percent(common.read_json(ref)['summary']['source_only_target_acc'])} ({REFERENCE[example.task]})"
+            reference = f"{common.percent(common.read_json(ref)['summary']['source_only_target_acc'])} ({ceiling})"
     elif example.task == "digits" and not example.dry:
         reference = f"{100 * in_domain_reference(example):.1f} % (source-only model, unshifted target, seed 0)"
     if example.dry:
@@ -66,4 +67,4 @@ def body(example: common.Example) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(common.main(body, common.parser(__doc__).parse_args(), "embedded_default"))
+    sys.exit(common.main(body, common.parser(__doc__, tasks=common.EMBEDDED_TASKS).parse_args(), "embedded_default"))

@@ -25,6 +25,7 @@ def grid_table(folder: Path) -> str:
     from ssot.results.markdown import markdown_table
 
     experiment = read_experiment(folder)
+    assert experiment.trials is not None and experiment.meta is not None, f"{folder}: {experiment.problems}"
     last = experiment.trials.sort_values("epoch").groupby("trial_id").tail(1)
     max_epochs = int(experiment.meta["max_epochs"])
     cells = {(r.lambda_ot, r.lambda_ent): f"{r.target_acc:.3f}" + ("" if r.epoch >= max_epochs else f" (ep {int(r.epoch)})")
@@ -41,9 +42,9 @@ def body(example: common.Example) -> int:
     grid_flags = ["--num-cpus", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=3",
                   "--grace-period", "1"] if example.smoke else []
     example.run("tune/search.py", "--task", example.task, "--search", "grid", *grid_flags, *example.data_flags(),
-                "--storage-path", results, "--name", "grid", "--verbose", "0")
+                "--storage-path", results, "--name", "grid", "--quiet")
     example.run("tune/search.py", "--task", example.task, *example.search_flags(20), *example.data_flags(),
-                "--storage-path", results, "--name", "tpe", "--verbose", "0")
+                "--storage-path", results, "--name", "tpe", "--quiet")
     for name in ("grid", "tpe"):
         example.run("tune/export.py", results / name, "--out", example.out / f"configs-{name}")
         example.run("tune/final.py", example.out / f"configs-{name}", *example.seeds(0, 1, 2),

@@ -22,7 +22,7 @@ def body(example: common.Example) -> int:
     results, configs, final = example.out / "ray_results", example.out / "configs", example.out / "final"
     trials = 20 if example.task in common.EMBEDDED else 50
     example.run("tune/search.py", "--task", example.task, *example.search_flags(trials), *example.data_flags(),
-                "--storage-path", results, "--verbose", "0")
+                "--storage-path", results, "--quiet")
     example.run("tune/export.py", results, "--out", configs)
     example.run("tune/final.py", configs, *example.seeds(0, 1, 2), "--out", final,
                 *(["--epochs", "1"] if example.smoke else []))

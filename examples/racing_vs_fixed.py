@@ -81,7 +81,7 @@ def body(example: common.Example) -> int:
     results, pool, raced = example.out / "runs", example.out / "pool", example.out / "raced"
     top, seeds, replay = (2, range(1, 6), 3) if example.smoke else (5, range(1, 17), 8)
     example.run("tune/search.py", "--task", example.task, "--search", "random", *example.search_flags(32), "--no-early-stop",
-                "--seed", "0", *example.data_flags(), "--storage-path", results, "--name", "random-s0", "--verbose", "0")
+                "--seed", "0", *example.data_flags(), "--storage-path", results, "--name", "random-s0", "--quiet")
     example.run("tune/confirm.py", results / "random-s0" / example.task, "--top", top, "--seeds", *seeds, "--out", pool)
     if not example.dry:
         print("\n" + replay_table(pool, replay, [top, 3] if top > 3 else [top], 200 if example.smoke else 2000))

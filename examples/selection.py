@@ -21,12 +21,12 @@ def body(example: common.Example) -> int:
     for seed in (0,) if example.smoke else (0, 1, 2):
         example.run("tune/search.py", "--task", example.task, *example.search_flags(20), "--seed", seed, "--no-early-stop",
                     "--set", "source_holdout=0.1", *example.data_flags(), "--storage-path", results,
-                    "--name", f"{example.task}-seed{seed}", "--verbose", "0")
+                    "--name", f"{example.task}-seed{seed}", "--quiet")
     example.run("analysis/selection.py", results, "--out", example.out / "selection")
     example.show(example.out / "selection" / "selection.md")
     example.run("tune/search.py", "--task", example.task, *example.search_flags(20), "--seed", "0", "--metric", "mixval",
                 "--set", "source_holdout=0.1", *example.data_flags(), "--storage-path", example.out / "label_free",
-                "--verbose", "0")
+                "--quiet")
     return 0
 
 

@@ -52,7 +52,8 @@ def confirmed_regret(results: Path, out: Path, tasks: list[str], seeds: list[int
                 jobs[f"{task} {name} {trial}", seed] = (config.replace(seed=seed), out / task / name / f"{trial}_seed{seed}.json")
         plan.append((task, name, oracle, recipe, row.iloc[0]))
     records = train_on_ray(jobs, num_cpus=2)
-    rows, regrets = [], {}
+    rows: list[list[str]] = []
+    regrets: dict[str, list[float]] = {}
     for task, name, oracle, recipe, row in plan:
         means = {t: mean_std([records[f"{task} {name} {t}", s].score("target_acc") for s in seeds]) for t in (oracle, recipe)}
         regret = 100 * (means[oracle][0] - means[recipe][0])
@@ -75,7 +76,7 @@ def body(example: common.Example) -> int:
     for seed in (0,) if example.smoke else (0, 1, 2):
         example.run("tune/search.py", "--task", task, "--search", "random", *example.search_flags(32), "--no-early-stop",
                     "--seed", seed, *([] if example.smoke else ["--num-cpus", "2"]), *example.data_flags(),
-                    "--storage-path", results, "--name", f"random-s{seed}", "--verbose", "0")
+                    "--storage-path", results, "--name", f"random-s{seed}", "--quiet")
     example.run("analysis/selection.py", results, "--out", example.out / "selection")
     if example.args.confirm_seeds and not example.dry:
         seeds = example.args.confirm_seeds[:1] if example.smoke else example.args.confirm_seeds

@@ -29,5 +29,5 @@ def body(example: common.Example) -> int:
 
 if __name__ == "__main__":
     p = common.parser(__doc__)
-    p.add_argument("--seeds", nargs="+", default=["0"], help="seeds (default 0; the P2H/H2P figures use 0 1 2)")
+    p.add_argument("--seeds", nargs="+", default=["0"], help="seeds, one run each (the P2H/H2P figures use 0 1 2)")
     sys.exit(common.main(body, p.parse_args(), "solvers"))

@@ -32,7 +32,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
 from ssot.data.base import usable_workers
-from ssot.data.decoded import DecodedImages
+from ssot.data.decoded_images import DecodedImages
 from ssot.data.features import seed_views
 from ssot.solvers import SampleIds
 
@@ -108,9 +108,9 @@ def decoded_view(ds: Dataset) -> tuple[DecodedImages, torch.Tensor | None, bool]
     """``(images, positions, ids)`` when ``ds`` reads a decoded-image cache, possibly through a
     :class:`~torch.utils.data.Subset` (``positions`` in the cache side) and :class:`SampleIds`
     (``ids``: the batch's labels are the sample ids); else ``None``."""
-    ids = isinstance(ds, SampleIds)
-    if ids:
-        ds = ds.dataset
+    ids = False
+    if isinstance(ds, SampleIds):
+        ids, ds = True, ds.dataset
     positions = None
     if isinstance(ds, Subset):
         positions, ds = torch.as_tensor(ds.indices, dtype=torch.long), ds.dataset

@@ -69,25 +69,37 @@ the project and its dependencies as an entry point does, and no module edits ``s
 
 Flags
 -----
-The same thing has the same flag and default everywhere: :func:`add_config_flags` (every field of
-:class:`ssot.config.SSOTConfig`), :func:`add_seeds`, :func:`add_device`, :func:`add_ray_flags`
-(``--num-cpus``, ``--address``), :func:`add_trial_resources` (``--cpus-per-trial``,
-``--gpus-per-trial``). Outputs are checked before any work by :func:`check_output`.
+Every command's parser is a :class:`Parser`: a flag is never abbreviated (``--epoch`` is refused,
+naming ``--epochs``), a mistyped choice or sub-command gets the closest valid one, each default is
+shown once as ``(default: X)`` (:class:`HelpFormatter`), and the usage names the command as it was
+run (:func:`invoked_as`). The same thing has the same flag and default everywhere: a config field's
+flag comes from its metadata (:func:`add_config_flag`, :func:`add_config_flags` for all of them;
+an invalid value is refused naming the flag typed, :func:`flag_errors`), and the shared flags
+come from one function each: :func:`add_seeds` (``0 1 2``), :func:`add_quiet` (``--quiet``,
+the search's ``--verbose``), :func:`add_config_file` (``--config``), :func:`add_figure_flags`
+(``--format``, ``--no-images``), :func:`add_ray_flags` (``--num-cpus``, ``--address``),
+:func:`add_trial_resources` (``--cpus-per-trial``, ``--gpus-per-trial``). Outputs are checked
+before any work by :func:`check_output`; a command that reads a task's data finds it first without
+loading torch or Ray (:func:`ssot.data.check_task`).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-from ssot.errors import ExternalError, ResultsError, SSOTError, one_line
+from ssot.errors import ConfigError, ExternalError, ResultsError, SSOTError, closest, one_line
 from ssot.results import storage
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NO_RESULT", "EXIT_EXTERNAL", "EXIT_INTERRUPTED", "exit_status",
-           "run", "command", "runs_status", "check_output", "add_config_flags", "config_from_args", "add_seeds", "check_seeds", "add_device",
-           "add_ray_flags", "add_trial_resources", "check_resources_args"]
+           "run", "command", "runs_status", "check_output", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
+           "config_default", "add_config_flag", "add_config_flags", "flag_errors", "config_from_args", "add_quiet", "add_seeds",
+           "check_seeds", "add_config_file", "add_figure_flags", "add_ray_flags", "add_trial_resources", "check_resources_args"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_RESULT, EXIT_EXTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -137,7 +149,10 @@ def command(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentPars
     said = [interrupted]
 
     def body() -> int:
-        args = (parser if isinstance(parser, argparse.ArgumentParser) else parser()).parse_args(argv)
+        built = parser if isinstance(parser, argparse.ArgumentParser) else parser()
+        if argv is None:  # the command line of this process: the usage names the command as it was run
+            _rename(built, invoked_as(built.prog))
+        args = built.parse_args(argv)
         if kept is not None:
             said[0] = f"finished runs are kept in {kept(args)}, rerun the same command to continue"
         return work(args)
@@ -152,44 +167,202 @@ def command(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentPars
 check_output = storage.check_output
 
 
+# ------------------------------------------------------------------------------------ parsers
+class HelpFormatter(argparse.HelpFormatter):
+    """The one help style of every command: each option's default shown once, as
+    ``(default: X)`` at the end of its help, added here from the option's default; a help that
+    states its default itself (one that is not a value, ``(default: all)``) or an option without one
+    to show (``None``, ``False``, an empty list) gets none added."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (not action.option_strings or "(default:" in text or default is None or default is False
+                or default is argparse.SUPPRESS or (isinstance(default, (list, tuple, dict)) and not default)):
+            return text
+        return f"{text} (default: {shown(default).replace('%', '%%')})"  # the help is %-formatted: the default is text
+
+
+def shown(value: Any) -> str:
+    """A default as help and errors show it: ``0 1 2`` for a list, ``0.0001`` for a float."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(shown(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class Parser(argparse.ArgumentParser):
+    """Every command's parser: no abbreviated flags (``--epoch`` is refused with ``did you mean
+    --epochs?``), the closest valid value for a mistyped choice or sub-command, the help style of
+    :class:`HelpFormatter`. Its usage names the command as it was run (:func:`command` sets it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}{self._suggestion(extra)}")
+        return parsed
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            close = closest(value, action.choices)
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from "
+                                         f"{', '.join(map(repr, action.choices))})"
+                                         + (f"; did you mean {close!r}?" if close is not None else ""))
+
+    def _suggestion(self, extra: Sequence[str]) -> str:
+        """``(did you mean --epochs? ...)`` for the first unknown flag among ``extra``."""
+        known = _option_strings(self)
+        for token in extra:
+            if not token.startswith("--"):
+                continue
+            name = token.split("=", 1)[0]
+            longer = [flag for flag in known if flag.startswith(name)]
+            if longer:
+                return f" (did you mean {' or '.join(longer[:3])}? flags are never abbreviated)"
+            close = closest(name, known)
+            if close is not None:
+                return f" (did you mean {close}?)"
+        return ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long flag of ``parser`` and of its sub-commands."""
+    flags = [flag for flag in parser._option_string_actions if flag.startswith("--")]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags += [flag for flag in _option_strings(sub) if flag not in flags]
+    return flags
+
+
+def invoked_as(default: str) -> str:
+    """How the running program was invoked, for its usage line: ``python -m ssot.train`` (a module),
+    ``python tune/search.py`` (a file, as typed), ``ssot-search`` (an entry point); ``default``
+    when none of these (``python -c``)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        return "python -m " + spec.name.removesuffix(".__main__")
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0.endswith(".py"):
+        return f"python {argv0}"
+    return os.path.basename(argv0) if argv0 and not argv0.startswith("-") else default
+
+
+def _rename(parser: argparse.ArgumentParser, prog: str) -> None:
+    """Set ``parser``'s program name, its sub-commands' too (argparse copied it into theirs)."""
+    old, parser.prog = parser.prog, prog
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action._prog_prefix = action._prog_prefix.replace(old, prog, 1)
+            for sub in action.choices.values():
+                if sub.prog.startswith(old):
+                    _rename(sub, prog + sub.prog[len(old):])
+
+
 # ------------------------------------------------------------------------------------ flags
-def add_config_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """One flag per field of :class:`ssot.config.SSOTConfig` (``--lambda-ot``, ``--no-use-mask``,
-    ...), typed and explained by the field's metadata; read back by :func:`config_from_args`."""
+def config_flag(field: str) -> str:
+    """The command-line flag of config field ``field``: its declared ``flag`` (``--features`` for
+    ``features_path``), else ``--`` and its name with dashes (``--lambda-ot``)."""
     from ssot.config import SSOTConfig
 
-    group = parser.add_argument_group("config fields (ssot.config.SSOTConfig; default: the task's)")
-    for f in typing.cast(Any, SSOTConfig).__dataclass_fields__.values():
-        meta = f.metadata
-        names = ["--" + f.name.replace("_", "-"), *([meta["flag"]] if meta["flag"] else [])]
-        default = list(f.default) if isinstance(f.default, tuple) else f.default
-        group.add_argument(*names, dest=f.name, default=None, help=f"{meta['help']} (config default: {default})".replace("%", "%%"),
-                           **meta["constraint"].flag())
+    meta = typing.cast(Any, SSOTConfig).__dataclass_fields__[field].metadata
+    return meta["flag"] or "--" + field.replace("_", "-")
+
+
+def config_default(field: str) -> str:
+    """A config field's default as its flag's help shows it: the config's, then the values
+    datasets and tasks give it (``15; 20 for image tasks``); ``""`` for none (an optional path)."""
+    from ssot.config import SSOTConfig
+    from ssot.data.registry import default_variants
+
+    value = typing.cast(Any, SSOTConfig).__dataclass_fields__[field].default
+    variants = "".join(f"; {shown(v)} for {who}" for v, who in default_variants(field))
+    return "" if value is None else shown(value) + variants
+
+
+def add_config_flag(parser: argparse.ArgumentParser | Any, field: str, note: str = "", *, default: Any = None,
+                    default_text: str | None = None, **kwargs: Any) -> argparse.Action:
+    """The flag of config field ``field`` (:func:`config_flag`), typed and explained by the field's
+    metadata; ``note`` adds what this command does with it. Its value is ``None`` unless given
+    (the config's default applies: the help shows it), or the command's ``default`` (shown as
+    ``default_text``, or the value; ``""``: no default shown); ``kwargs`` go to ``add_argument``
+    (``required``, ``nargs``). A required flag shows no default."""
+    from ssot.config import SSOTConfig
+
+    meta = typing.cast(Any, SSOTConfig).__dataclass_fields__[field].metadata
+    shown_default = default_text if default_text is not None else shown(default) if default is not None \
+        else config_default(field)
+    text = meta["help"] + (f"; {note}" if note else "") + ("" if kwargs.get("required") or not shown_default
+                                                            else f" (default: {shown_default})")
+    return parser.add_argument(config_flag(field), dest=field, default=default, help=text.replace("%", "%%"),
+                               **{**meta["constraint"].flag(), **kwargs})
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """One flag per field of :class:`ssot.config.SSOTConfig` (``--lambda-ot``, ``--no-use-mask``,
+    ...), in a group of their own (:func:`add_config_flag`); read back by :func:`config_from_args`."""
+    from ssot.config import CONFIG_FIELDS
+
+    group = parser.add_argument_group("config fields (ssot.config.SSOTConfig; a task may set its own default)")
+    for field in CONFIG_FIELDS:
+        add_config_flag(group, field)
     return parser
+
+
+@contextlib.contextmanager
+def flag_errors(fields: Iterable[str]) -> Iterator[None]:
+    """Name the flags a user typed in a config error: inside, a :class:`ssot.errors.ConfigError`
+    about a field of ``fields`` (``The 'eps' parameter must be ...``) is raised again naming its
+    flag (``--eps must be ...``)."""
+    try:
+        yield
+    except ConfigError as exc:
+        text = str(exc)
+        for field in fields:
+            text = text.replace(f"The '{field}' parameter", config_flag(field))
+        if text == str(exc):
+            raise
+        raise ConfigError(text) from None
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The :class:`ssot.config.SSOTConfig` of parsed flags: the task's defaults <- ``--config``
     file (when the parser has it) <- explicit flags; ``--features PATH`` (a feature cache) implies
-    ``--backbone features``."""
+    ``--backbone features``. An invalid value given as a flag is refused naming the flag
+    (:func:`flag_errors`)."""
     from ssot.config import CONFIG_FIELDS, SSOTConfig
 
-    overrides = {name: getattr(args, name) for name in CONFIG_FIELDS if getattr(args, name) is not None}
-    if overrides.get("features_path") and "backbone" not in overrides:
-        overrides["backbone"] = "features"  # --features PATH: train on the cache
-    config_file = getattr(args, "config", None)
-    if config_file is not None:
-        base = SSOTConfig.from_json(config_file).to_dict()
-        return SSOTConfig.from_dict({**base, **overrides}, source=f"config file {config_file} with flags")
-    task = overrides.pop("task", "digits")
-    return SSOTConfig.for_task(task, **overrides)
+    overrides = {name: getattr(args, name) for name in CONFIG_FIELDS if getattr(args, name, None) is not None}
+    with flag_errors(overrides):
+        if overrides.get("features_path") and "backbone" not in overrides:
+            overrides["backbone"] = "features"  # --features PATH: train on the cache
+        config_file = getattr(args, "config", None)
+        if config_file is not None:
+            base = SSOTConfig.from_json(config_file).to_dict()
+            return SSOTConfig.from_dict({**base, **overrides}, source=f"config file {config_file} with flags")
+        task = overrides.pop("task", "digits")
+        return SSOTConfig.for_task(task, **overrides)
 
 
-def add_seeds(parser: argparse.ArgumentParser, default: Sequence[int] | None = (0, 1, 2), help: str = "") -> None:
-    """``--seeds S [S ...]``: one run per seed (checked by :func:`check_seeds`)."""
-    shown = " ".join(map(str, default)) if default else "the config's seed"
-    parser.add_argument("--seeds", type=int, nargs="+", default=None if default is None else list(default),
-                        help=f"{help or 'seeds, one run each'} (default: {shown})")
+def add_quiet(parser: argparse.ArgumentParser | Any, verbose: str = "") -> None:
+    """``--quiet``: print only problems and the summary (no progress bars or lines); with
+    ``verbose`` (what it adds), also ``--verbose``, the other way (they exclude each other)."""
+    group = parser.add_mutually_exclusive_group() if verbose else parser
+    group.add_argument("--quiet", action="store_true", help="print only problems and the summary (no progress bars or lines)")
+    if verbose:
+        group.add_argument("--verbose", action="store_true", help=f"print more: {verbose}")
+
+
+def add_seeds(parser: argparse.ArgumentParser, default: Sequence[int] | None = (0, 1, 2), help: str = "",
+              default_text: str = "") -> None:
+    """``--seeds S [S ...]``: one run per seed (checked by :func:`check_seeds`); ``0 1 2`` unless a
+    command says why not (``default_text``)."""
+    parser.add_argument("--seeds", type=int, nargs="+", metavar="S", default=None if default is None else list(default),
+                        help=(help or "seeds, one run each") + (f" (default: {default_text})" if default_text else ""))
 
 
 def check_seeds(seeds: Sequence[int] | None) -> None:
@@ -198,27 +371,31 @@ def check_seeds(seeds: Sequence[int] | None) -> None:
         raise ResultsError(f"The '--seeds' argument has repeated seeds. Got {' '.join(map(str, seeds))} instead.")
 
 
-def add_device(parser: argparse.ArgumentParser) -> None:
-    """``--device``: override the configs' device (the config's own choices)."""
-    from ssot.config import DEVICES
+def add_config_file(parser: argparse.ArgumentParser | Any, what: str) -> None:
+    """``--config PATH``: a config file (JSON: an exported best config, a run record), ``what`` it is for."""
+    parser.add_argument("--config", type=Path, metavar="PATH", help=f"a config file (JSON, e.g. tune/export.py's); {what}")
 
-    parser.add_argument("--device", choices=DEVICES, help="override the configs' device")
+
+def add_figure_flags(parser: argparse.ArgumentParser | Any, formats: Sequence[str], default: Sequence[str]) -> None:
+    """``--format`` (the static figures' formats among ``formats``) and ``--no-images`` (the HTML page only)."""
+    parser.add_argument("--format", choices=list(formats), nargs="+", default=list(default), help="static figure formats")
+    parser.add_argument("--no-images", action="store_true", help="write the HTML page only, no static figures")
 
 
 def add_ray_flags(parser: argparse.ArgumentParser | Any) -> None:
     """``--num-cpus`` (CPUs of the local Ray instance, default all) and ``--address``."""
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
-    parser.add_argument("--address", help="join an existing Ray cluster ('auto' or host:port)")
+    parser.add_argument("--address", help="join an existing Ray cluster: 'auto' or host:port (default: start a local one)")
 
 
 def add_trial_resources(parser: argparse.ArgumentParser | Any, what: str = "trial", cpus_default: float | None = 1.0,
                         cpus_auto: str = "") -> None:
     """``--gpus-per-trial`` and ``--cpus-per-trial``: each run's resource request (``cpus_default``
     None: decided by the command, as ``cpus_auto`` says)."""
-    parser.add_argument("--gpus-per-trial", type=float, help=f"GPUs per {what}, fractions allowed (0.25 packs 4 per GPU); "
-                        "default 1 if the cluster has GPUs else 0")
-    shown = f"default {cpus_default:g}" if cpus_default is not None else f"default: {cpus_auto}"
-    parser.add_argument("--cpus-per-trial", type=float, default=cpus_default, help=f"CPUs per {what} ({shown})")
+    parser.add_argument("--gpus-per-trial", type=float, help=f"GPUs per {what}, fractions allowed (0.25 packs 4 per GPU) "
+                        "(default: 1 if the cluster has GPUs, else 0)")
+    parser.add_argument("--cpus-per-trial", type=float, default=cpus_default,
+                        help=f"CPUs per {what}" + (f" (default: {cpus_auto})" if cpus_default is None else ""))
 
 
 def check_resources_args(args: argparse.Namespace) -> None:

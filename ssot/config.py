@@ -131,7 +131,7 @@ class Options:
         return value
 
     def flag(self) -> dict[str, Any]:
-        return {"type": str, "metavar": "{" + ",".join(self.values) + "}"}
+        return {"type": str, "choices": self.values}
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,8 @@ Constraint = Interval | Options | Boolean | PositiveInts | OptionalPath | TaskNa
 
 def param(default: Any, constraint: Constraint, help: str, *groups: str, flag: str | None = None) -> Any:
     """Declare a config field: its default, constraint, help and groups (:data:`GROUPS`);
-    ``flag`` is a second command-line name (e.g. ``--source`` for ``source_dir``)."""
+    ``flag`` is its command-line flag when not its name's (``--source`` for ``source_dir``;
+    :func:`ssot.cli.config_flag`)."""
     unknown = set(groups) - set(GROUPS)
     if unknown:
         raise ValueError(f"Unknown field group(s) {sorted(unknown)}; the groups are {', '.join(GROUPS)}.")
@@ -271,7 +272,7 @@ class SSOTConfig:
     bottleneck_dims: tuple[int, ...] = param((256,), PositiveInts(), "hidden sizes of the bottleneck after the backbone "
                                              "(paper: 1024 512)", "pretraining")
     # --- data ---
-    data_root: str | None = param(None, OptionalPath(), "root folder of the benchmark datasets (default: $SSOT_DATA_ROOT)",
+    data_root: str | None = param(None, OptionalPath(), "root folder of the benchmark datasets, else $SSOT_DATA_ROOT",
                                   "pretraining", "task", "path", "runtime")
     features_path: str | None = param(None, OptionalPath(), "a .pt feature cache to train on instead of images (python -m "
                                       "ssot.features; implies backbone features)", "pretraining", "task", "path",
@@ -294,7 +295,8 @@ class SSOTConfig:
     source_holdout: float = param(0.0, Interval(float, 0.0, 0.9), "fraction of the source set held out from training "
                                   "(0 = the paper's protocol: train on all source samples); the held-out samples are the "
                                   "ones source_acc, the DEV validator and the source-only evaluation use", "pretraining")
-    num_workers: int = param(0, _INT0, "DataLoader workers for image tasks", "runtime")
+    num_workers: int = param(0, _INT0, "processes decoding images besides the main one (DataLoader workers of image "
+                             "tasks; 0: the main process decodes)", "runtime")
     # --- execution ---
     num_threads: int = param(0, _INT0, "torch CPU threads (0: torch's default, all cores); results depend on it, so it "
                              "is recorded: a search's trials run with their CPU share")

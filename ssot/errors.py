@@ -2,8 +2,11 @@
 
 Every exception raised for bad input derives from :class:`SSOTError`. Command-line entry points
 catch it and print its message as one line (no traceback) with a non-zero exit code, so the
-message itself must name the argument or path, the value, and what to do.
+message itself must name the argument or path, the value, and what to do; a mistyped name gets
+the closest valid one (:func:`closest`).
 """
+import difflib
+from collections.abc import Iterable
 
 
 class SSOTError(Exception):
@@ -48,3 +51,19 @@ def one_line(exc: BaseException | str) -> str:
         prefix = f"{type(exc).__module__}.{type(exc).__name__}: "
         text = last[len(prefix):] if last.startswith(prefix) else last
     return " ".join(text.split())
+
+
+def closest(value: object, names: Iterable[object]) -> str | None:
+    """The valid name closest to a mistyped ``value`` (case-insensitive, :mod:`difflib`'s ratio of
+    at least 0.6), as it is spelt in ``names``; ``None`` when none is close (``digit`` ->
+    ``digits``, ``X2Y`` -> none)."""
+    spelt = {str(name).lower(): str(name) for name in names}
+    found = difflib.get_close_matches(str(value).lower(), list(spelt), n=1, cutoff=0.6)
+    return spelt[found[0]] if found else None
+
+
+def did_you_mean(value: object, names: Iterable[object]) -> str:
+    """``" Did you mean 'digits'?"`` for a mistyped ``value`` (:func:`closest`), else ``""``: the
+    sentence an error message adds."""
+    found = closest(value, names)
+    return f" Did you mean {found!r}?" if found is not None else ""

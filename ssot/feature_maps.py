@@ -10,7 +10,8 @@ computes the features of a fixed, seeded subsample (``--per-domain`` source and 
 with either model; :func:`embed` embeds each model's features separately with scikit-learn's
 ``TSNE`` (``random_state=--seed``, PCA init). The ``.npz`` holds ``xy``, ``label``, ``domain`` (0
 source, 1 target), ``model`` (index into ``models``), ``models`` and ``outlier_classes``; it is
-never overwritten. Exit statuses: :mod:`ssot.cli`.
+never overwritten. Exit statuses: :mod:`ssot.cli`; bad input (a flag, an ``--out`` that exists
+or is the model file, a missing model file) is refused before torch is imported.
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.data.base import num_samples
 from ssot.data.safe_load import load_dict
 from ssot.errors import SSOTError
 
@@ -34,6 +35,8 @@ MODEL_NAMES = ("source-only", "adapted")
 
 def save_models(path: str | Path, config: SSOTConfig, source_only: dict[str, Any], adapted: dict[str, Any]) -> None:
     """Write ``{"config", "source-only": {"f", "eta"}, "adapted": {"f", "eta"}}``; never overwrites."""
+    import torch
+
     path = Path(path)
     if path.exists():
         raise SSOTError(f"{path} already exists; choose another --save-model path (files are never overwritten).")
@@ -59,6 +62,8 @@ def load_models(path: str | Path) -> dict[str, Any]:
 
 def sample_indices(n: int, k: int, seed: int) -> list[int]:
     """``k`` of ``range(n)`` (all when ``k >= n``), the same for a given seed."""
+    import torch
+
     gen = torch.Generator().manual_seed(seed)
     return sorted(torch.randperm(n, generator=gen)[: min(n, k)].tolist())
 
@@ -71,13 +76,15 @@ def model_features(path: str | Path, per_domain: int = 500, seed: int = 0) -> di
     dict with ``features`` (model name -> (n, d) array), ``label``, ``domain`` (0 source, 1
     target), ``outlier_classes``, ``class_names`` and ``config``.
     """
+    state = load_models(path)  # a missing or unsafe file is refused before torch loads (load_dict)
+    import torch
+
     from ssot.trainer import Trainer, dataset_labels
 
-    state = load_models(path)
     config = SSOTConfig.from_dict(state["config"], source=f"model file {path}").replace(device="cpu", pretrain_epochs=0)
     trainer = Trainer(config)
-    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(len(trainer.task.source_eval), per_domain, seed))
-    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(len(trainer.task.target_eval), per_domain, seed + 1))
+    src = torch.utils.data.Subset(trainer.task.source_eval, sample_indices(num_samples(trainer.task.source_eval), per_domain, seed))
+    tgt = torch.utils.data.Subset(trainer.task.target_eval, sample_indices(num_samples(trainer.task.target_eval), per_domain, seed + 1))
     labels = torch.cat([dataset_labels(src), dataset_labels(tgt)])
     domain = torch.cat([torch.zeros(len(src), dtype=torch.long), torch.ones(len(tgt), dtype=torch.long)])
     feats = {}
@@ -108,11 +115,11 @@ def embed(features: dict[str, np.ndarray], seed: int, perplexity: float = 30.0) 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python -m ssot.feature_maps", description=__doc__.split("\n\n")[0])
     parser.add_argument("model", type=Path, help="a model file of python -m ssot.train --save-model")
-    parser.add_argument("--out", type=Path, required=True, help="the embedding (.npz); never overwritten")
-    parser.add_argument("--per-domain", type=int, default=500, help="source and target samples each (default 500)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the subsample and of t-SNE")
+    parser.add_argument("--out", type=Path, required=True, metavar="PATH", help="the embedding (.npz); never overwritten")
+    parser.add_argument("--per-domain", type=int, default=500, metavar="N", help="source and target samples each")
+    cli.add_config_flag(parser, "seed", "here: the subsample's and t-SNE's", default=0)
     return parser
 
 

@@ -21,13 +21,14 @@ from ssot.results.record import RunRecord, summarize, write_new
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ssot.train", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, help="JSON config (e.g. a best config exported by the search)")
-    cli.add_seeds(parser, default=None, help="run once per seed and report mean +- std")
-    parser.add_argument("--out", type=Path, help="write the run record (JSON); refuses to overwrite")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
-    parser.add_argument("--save-model", type=Path, help="also save the source-only and final f/eta weights (.pt, one seed); "
-                        "python -m ssot.feature_maps embeds their features")
+    parser = cli.Parser(prog="python -m ssot.train", description=__doc__.split("\n\n")[0])
+    cli.add_config_file(parser, "the flags override its fields")
+    cli.add_seeds(parser, default=None, help="run once per seed and report mean +- std",
+                  default_text="one run, with the config's --seed")
+    parser.add_argument("--out", type=Path, metavar="PATH", help="write the run record (JSON); never overwritten")
+    cli.add_quiet(parser)
+    parser.add_argument("--save-model", type=Path, metavar="PATH", help="also save the source-only and final f/eta "
+                        "weights (.pt, one seed); python -m ssot.feature_maps embeds their features")
     return cli.add_config_flags(parser)
 
 
@@ -43,8 +44,8 @@ def _print_epoch(metrics: dict[str, Any]) -> None:
 
 
 def train(args: argparse.Namespace) -> int:
-    """The command's work: check the outputs, train every seed, write the record(s)."""
-    from ssot.trainer import Trainer
+    """The command's work: check the outputs and the data, train every seed, write the record(s)."""
+    from ssot.data import check_task
 
     cli.check_seeds(args.seeds)
     inputs = [p for p in (args.config, args.features_path, args.image_cache, args.pretrained_path) if p]
@@ -58,6 +59,9 @@ def train(args: argparse.Namespace) -> int:
         if args.seeds and len(args.seeds) > 1:
             raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
     config = cli.config_from_args(args)
+    check_task(config)  # a missing dataset: one line, before torch loads
+    from ssot.trainer import Trainer
+
     seeds = args.seeds if args.seeds else [config.seed]
     records = []
     for seed in seeds:

@@ -19,7 +19,7 @@ import pytest
 
 from ssot import cli
 from tests.fixtures import REPO
-from tests.fixtures.browser import chromium
+from tests.fixtures.browser import chromium, chromium_path
 
 README = REPO / "README.md"
 #: The two commands a newcomer runs first (set-up + embedded run; the tests, as CI runs them).
@@ -89,6 +89,84 @@ def test_the_command_reference_covers_every_entry_point():
     assert [int(r[0]) for r in rows] == sorted({cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_NO_RESULT,
                                                 cli.EXIT_EXTERNAL, cli.EXIT_INTERRUPTED})
     assert rows[2][1].startswith("bad input") and "Every ``main``" not in rows[-1][1]
+
+
+def _command_parsers() -> tuple[dict[str, str], dict[str, object]]:
+    """How the commands are written (``ssot-search``, ``python tune/search.py``, ``python -m
+    ssot.train``) -> their module, and each module's parser; the examples' shared parser too."""
+    hooks = _hooks()
+    forms = dict(hooks.commands())
+    forms.update({row[1].strip("`"): forms[row[0].strip("`")] for row in hooks.doc_commands(cli.__doc__)})
+    parsers = {module: importlib.import_module(module).build_parser() for module in set(forms.values())}
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        parsers["examples"] = importlib.import_module("common").parser("An example.")
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    return forms, parsers
+
+
+def _with_subcommands(parser) -> dict[str, object]:
+    import argparse
+
+    return {name: sub for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}
+
+
+def _texts() -> dict[Path, str]:
+    """README, the manual's pages and the sources' docstrings and comments (where commands are shown)."""
+    globs = ("*.md", "docs/**/*.md", "ssot/**/*.py", "tune/**/*.py", "analysis/**/*.py", "examples/*.py", "benchmarks/*.py")
+    return {path: path.read_text() for pattern in globs for path in sorted(REPO.glob(pattern))}
+
+
+def test_every_command_line_shown_uses_flags_the_command_has():
+    """Help and manual agree on the flags: every command line written in README, the manual or a
+    docstring (``python tune/search.py --task P2I --num-samples 50``) uses only flags its parser
+    (or sub-command's) has; a renamed flag (``--workers``, ``--verbose 0``, ``--features-path``)
+    left in a page fails here."""
+    forms, parsers = _command_parsers()
+    written = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+                         + r")(?![\w/.-])([^`#|\n]*)")
+    unknown = []
+    for path, text in _texts().items():
+        for number, line in enumerate(text.splitlines(), 1):
+            for match in written.finditer(line):
+                parser = parsers[forms[match.group(1)]]
+                words = match.group(2).split()
+                parser = _with_subcommands(parser).get(words[0] if words else "", parser)
+                for word in words:
+                    flag = re.match(r"[\[(]*(--[a-z0-9][a-z0-9-]*)", word)
+                    if flag and flag.group(1) not in parser._option_string_actions:
+                        unknown.append(f"{path.relative_to(REPO)}:{number}: {match.group(1)} {flag.group(1)}")
+    assert unknown == []
+
+
+def test_the_defaults_the_manual_states_are_the_help_texts():
+    """Help and manual agree on the defaults: a default the manual states beside a flag
+    ("`--max-failures`, default 2", "`--out` (default `RESULTS/confirmed`)") is the one the help
+    shows for that flag in some command ('(default: 2)')."""
+    _, parsers = _command_parsers()
+    shown: dict[str, set[str]] = {}
+    for parser in parsers.values():
+        for p in [parser, *_with_subcommands(parser).values()]:
+            for action in p._actions:
+                text = " ".join(p._get_formatter()._expand_help(action).split()) if action.help else ""
+                found = re.search(r"\(default: (.*)\)$", text)
+                for flag in action.option_strings:
+                    shown.setdefault(flag, set()).add(found.group(1) if found else "")
+    stated = re.compile(r"`(--[a-z0-9-]+)[^`]*`[^`.;\n]{0,25}?\bdefault:?\s+(`[^`]+`|\d[\d.e+-]*)")
+    checked, wrong = 0, []
+    for path, text in _texts().items():
+        if path.suffix != ".md":
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            for flag, value in stated.findall(line):
+                value = value.strip("`").rstrip(".")
+                ok = any(re.search(rf"(^|[\s;:(]){re.escape(value)}($|[\s;,)])", s) for s in shown.get(flag, ()))
+                checked += 1
+                if not ok:
+                    wrong.append(f"{path.relative_to(REPO)}:{number}: {flag} default {value}; the help: {shown.get(flag)}")
+    assert wrong == [] and checked >= 10
 
 
 
@@ -169,7 +247,7 @@ def test_every_module_has_a_page_with_a_summary_table(site):
         assert f'href="{module.replace(".", "/")}/"' in overview, module  # in the overview's table of modules
 
     def pages(entries: list) -> list[str]:  # the pages of a nav (entries: a page, {title: page}, {title: [entries]})
-        found = []
+        found: list[str] = []
         for entry in entries:
             value = entry if isinstance(entry, str) else next(iter(entry.values()))
             found += pages(value) if isinstance(value, list) else [value]
@@ -271,7 +349,7 @@ def test_pages_draw_their_diagram_and_maths_with_the_network_cut(site, tmp_path)
     probe.write_text(architecture.read_text().replace("<script src=", _OPEN_SHADOW + "<script src=", 1))
 
     def dom(page: Path) -> str:
-        command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+        command = [chromium_path(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
                    '--host-resolver-rules=MAP * ~NOTFOUND', f"--user-data-dir={tmp_path / page.parent.name}",
                    "--virtual-time-budget=15000", "--dump-dom", page.as_uri()]

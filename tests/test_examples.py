@@ -31,7 +31,8 @@ def _run_in_process(example: Path, *args: str) -> tuple[int, str, str]:
             runpy.run_path(str(example), run_name="__main__")
     finally:
         sys.argv = argv
-    return stop.value.code, out.getvalue(), err.getvalue()
+    code = stop.value.code
+    return code if isinstance(code, int) else (0 if code is None else 1), out.getvalue(), err.getvalue()
 
 
 def _dry_run(example: Path, *args: str) -> list[list[str]]:
@@ -104,3 +105,21 @@ def test_the_grid_table_has_a_row_per_lambda_ot_and_a_column_per_lambda_ent(tmp_
     ots, ents = sorted({t[1] for t in EDGE_TRIALS}), sorted({t[2] for t in EDGE_TRIALS})
     assert table[0].split("|")[1:-1] == [" lambda_OT \\ lambda_Ent ", *(f" {e:g} " for e in ents)]
     assert [line.split("|")[1].strip() for line in table[2:]] == [f"{o:g}" for o in ots]
+
+
+def test_the_warm_start_report_compares_each_task_and_seed(tmp_path, capsys):
+    """examples/warm_start.py's last stage on finished searches (its searches: --smoke-test, or the manual's run)."""
+    from tests.fixtures.experiments import write_atlas_results
+
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        warm = importlib.import_module("warm_start")
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    results = tmp_path / "ray_results"
+    write_atlas_results(results, ("P2H", "H2P"), name="cold-s0", n_trials=12)
+    write_atlas_results(results, ("P2H", "H2P"), name="warm-s0", n_trials=12)  # the same trials: needs what cold needs
+    warm.report(tmp_path, results, ["P2H", "H2P", "S2H"], [0, 1])  # S2H and seed 1 never ran: left out
+    rows = [line for line in (tmp_path / "warm_start.md").read_text().splitlines()[2:] if line]
+    assert [r.split("|")[1:3] for r in rows[2:]] == [[" H2P ", " cold "], [" H2P ", " warm "], [" P2H ", " cold "], [" P2H ", " warm "]]
+    assert rows[2].split("|")[5:7] == rows[3].split("|")[5:7] and (tmp_path / "warm_start.png").stat().st_size > 0

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 
 from ssot import cli
 from ssot.config import SSOTConfig
@@ -56,11 +55,12 @@ def variant_configs(full: SSOTConfig, variants: Variants = VARIANTS) -> dict[str
 
 
 def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *, variants: Variants = VARIANTS,
-                 num_cpus: int | None = None, max_concurrent: int | None = None,
+                 num_cpus: int | None = None, address: str | None = None, max_concurrent: int | None = None,
                  log: Log = print) -> dict[str, list[RunRecord]]:
     """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
-    (one CPU per run on a local Ray of ``num_cpus`` CPUs, default all, at most ``max_concurrent``
-    at once, :func:`tune.final.train_on_ray`); reuse the records already there.
+    (one CPU per run on a local Ray of ``num_cpus`` CPUs, default all, or the cluster at
+    ``address``; at most ``max_concurrent`` at once, :func:`tune.final.train_on_ray`); reuse the
+    records already there.
 
     Returns
     -------
@@ -69,11 +69,11 @@ def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
     """
     jobs = {(name, seed): (cfg.replace(seed=seed), run_path(Path(out_dir) / variants[name][0], cfg.task, seed))
             for name, cfg in variant_configs(full, variants).items() for seed in seeds}
-    records = train_on_ray(jobs, num_cpus=num_cpus, max_concurrent=max_concurrent, log=log)
+    records = train_on_ray(jobs, num_cpus=num_cpus, address=address, max_concurrent=max_concurrent, log=log)
     return {name: [records[name, s] for s in seeds] for name in variants}
 
 
-def ablation_table(by_task: dict[str, dict[str, list[dict[str, Any] | RunRecord]]]) -> pd.DataFrame:
+def ablation_table(by_task: Mapping[str, Mapping[str, Sequence[Mapping[str, Any] | RunRecord]]]) -> pd.DataFrame:
     """Long table: task, variant, mean, std (target accuracy in %, the final accuracy of each
     completed run), n_seeds, n_completed."""
     rows = []
@@ -95,14 +95,14 @@ def ablation_markdown(table: pd.DataFrame) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/ablation.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python tune/ablation.py", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--task", help="task whose default config is the full method (e.g. digits)")
-    source.add_argument("--config", type=Path, help="the full method's config (best/confirmed config JSON)")
+    cli.add_config_flag(source, "task", "here: its default config is the full method", default_text="")
+    cli.add_config_file(source, "the full method's (a best or confirmed config)")
     cli.add_seeds(parser)
-    parser.add_argument("--out", type=Path, required=True, help="folder: <variant>/runs/, ablation.csv, ablation.md")
-    parser.add_argument("--epochs", type=int, help="override the adaptation epochs (quick checks)")
-    cli.add_device(parser)
+    parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="folder: <variant>/runs/, ablation.csv, ablation.md")
+    cli.add_config_flag(parser, "epochs", "overrides the config's (quick checks)", default_text="the config's")
+    cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")
     cli.add_ray_flags(parser)
     return parser
 
@@ -114,8 +114,9 @@ def ablation(args: argparse.Namespace) -> int:
     csv_path, md_path = ablation_paths(args.out)
     cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
-    full = apply_overrides(full, epochs=args.epochs, device=args.device)
-    by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus)
+    with cli.flag_errors(("epochs", "device")):
+        full = apply_overrides(full, epochs=args.epochs, device=args.device)
+    by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus, address=args.address)
     table = ablation_table({full.task: by_variant})
     cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     with open(csv_path, "x", newline="") as fh:  # "x": never overwrite a table

@@ -7,7 +7,7 @@ diverged or errored; same metric, direction and tie rule), over several seeds an
 mean. ``tune/confirm.py`` runs it; this module owns what it writes.
 
 Files of a confirmation folder ``OUT`` (``tune/confirm.py``'s ``--out``, default
-``RESULTS_DIR/confirmed``)
+``RESULTS/confirmed``)
     ``OUT/<task>.json``
         the confirmed config of the task's experiment, a full :class:`ssot.config.SSOTConfig`
         exactly as ``tune/export.py`` writes one, so ``python tune/final.py OUT`` and
@@ -137,7 +137,7 @@ def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], N
         task = best[0].task
         if task in seen:
             raise ResultsError(f"The experiments {seen[task]} and {experiment.path} are both for task {task!r}; "
-                               "pass one experiment folder as RESULTS_DIR.")
+                               "pass one experiment folder as RESULTS.")
         seen[task] = experiment.path
         if len(best) < top:
             warn(f"{task}: only {len(best)} trial(s) reached the last epoch; confirming those")
@@ -202,7 +202,7 @@ def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[s
     labels = {(str(c.experiment), c.trial_id): c.label for c in candidates}
     for experiment, group in table.groupby("experiment", sort=False):
         mode = group["mode"].iloc[0]
-        values = {labels[experiment, t]: v for t, v in zip(group["trial_id"], group["_values"])}
+        by_label = {labels[experiment, t]: v for t, v in zip(group["trial_id"], group["_values"])}
         race = races.get(experiment)
         if race is not None:
             pick = next(i for i in group.index if labels[experiment, table.at[i, "trial_id"]] == race.pick)
@@ -210,7 +210,7 @@ def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[s
             sign = 1.0 if mode == "max" else -1.0
             pick = sorted(group.index, key=lambda i: (-sign * table.at[i, "mean"], table.at[i, "search_rank"]))[0]
         table.loc[pick, "confirmed"] = True
-        table.loc[group.index, "p_best"] = racing.probability_best(values, labels[experiment, table.at[pick, "trial_id"]], mode)
+        table.loc[group.index, "p_best"] = racing.probability_best(by_label, labels[experiment, table.at[pick, "trial_id"]], mode)
     return table.drop(columns="_values")
 
 

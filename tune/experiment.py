@@ -18,7 +18,6 @@ from typing import Any
 
 from ray import tune as ray_tune
 
-from ssot.cli import check_output
 from ssot.config import SSOTConfig
 from ssot.data import build_task
 from ssot.data.features import cache_provenance
@@ -29,7 +28,7 @@ from ssot.results.experiment import EXPERIMENT_FILE, REFERENCE_KEY, new_meta
 from ssot.results.lock import ExperimentLock
 from ssot.results.metrics import DIRECTIONS, LABEL_FREE
 from ssot.results.trials import ERRORED, RUNNING, asha_rungs
-from tune import resume
+from tune import resume, warmstart
 from tune import space as spaces
 from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_of
 
@@ -37,12 +36,12 @@ from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_
 # by their module path and restores them on --resume.
 from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines, recorded  # noqa: F401
 from tune.members import TRIAL_FORMAT
-from tune.options import SearchOptions, base_config, experiment_root
+from tune.options import SearchOptions, base_config, check_options, experiment_root
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
 from tune.replay import Reference, read_reference
 from tune.searcher import StudySearcher, StudySync
 from tune.study import StudyMirror, check_study, public_url, study_name
-from tune.trackers import tracker_callbacks
+from tune.tracker_loggers import tracker_callbacks
 from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 
 
@@ -54,9 +53,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
     ``ray start``), else starts a local Ray (shut down again at the end). Every check of the
     options, the data and the experiment folder happens before Ray starts.
     """
-    options.validate()
-    # a file in the way, no permission, an unreachable store, a missing bucket, no credentials: one line, before any trial
-    check_output(options.storage_path, "--storage-path", folder=True)
+    check_options(options)  # the options, the storage location, the data: one line, before any trial
     if address:
         check_reachable(address)
     cpus, why = cpu_share(options, address, num_cpus)
@@ -65,6 +62,9 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         raise ConfigError(f"--population trains configs on a feature cache; pass --features CACHE.pt (build one with "
                           f"`python -m ssot.features --task {base.task} --out CACHE.pt`).")
     reference = read_reference(options.configs_from, base.task) if options.configs_from else None
+    warm = warmstart.source_paths(options.warm_start) if options.warm_start is not None else []
+    if warm:
+        warmstart.check_optuna()
     if reference is not None:
         options = replace(options, num_samples=len(reference.configs), space=dict(reference.space))
     task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
@@ -89,17 +89,25 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
             check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
         rungs, stopping = early_stopping(options, base.epochs)
-        wanted = search_meta(options, base, root, reference, rungs)
+        # the sources are read for a new search; a resumed one compares their paths with experiment.json's
+        sources = warmstart.read_sources(warm, base.task, options.space) if warm and not exists else []
+        wanted = search_meta(options, base, root, reference, rungs,
+                             [s.meta() for s in sources] if sources else [{"path": p} for p in warm])
         info, restore = resume.resumed(path, wanted, options.verbose) if exists else (wanted, False)
         if isinstance(info, SearchOutcome):  # finished already
             return info
+        if warm and not sources and not restore:  # a resumed search that Ray had not saved yet starts anew
+            sources = warmstart.read_sources(warm, base.task, options.space)
         if options.trackers:  # a missing package or an unusable tracking URI is refused before Ray starts
             options = replace(options, callbacks=[*options.callbacks, *tracker_callbacks(options.trackers, root.rsplit("/", 1)[-1], base.task, base.epochs)])
         with connected(options, cpus, address=address, num_cpus=num_cpus) as cluster:
             if options.verbose:
                 print(f"{base.task}: {cluster.describe(options, why)}", flush=True)
                 print(f"{base.task}: {stopping}", flush=True)
-            return _run(options, base, root, path, cluster, info, restore=restore, reference=reference, rungs=rungs)
+            if options.verbose and sources:
+                print(f"{base.task}: {warmstart.describe(sources)}", flush=True)
+            return _run(options, base, root, path, cluster, info, restore=restore, reference=reference, rungs=rungs,
+                        sources=sources)
 
 
 def check_pretrained(root: str, base: SSOTConfig) -> None:
@@ -117,9 +125,10 @@ def check_pretrained(root: str, base: SSOTConfig) -> None:
 
 
 def search_meta(options: SearchOptions, base: SSOTConfig, root: str, reference: Reference | None = None,
-                rungs: tuple[int, ...] | None = None) -> dict[str, Any]:
+                rungs: tuple[int, ...] | None = None, warm_start: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``experiment.json`` of a new search of ``options`` (status ``running``); a replayed
-    search records its reference (:mod:`tune.replay`), a screen its feature cache's provenance.
+    search records its reference (:mod:`tune.replay`), a warm-started one its sources
+    (:mod:`tune.warmstart`), a screen its feature cache's provenance.
     ``early_stop`` says whether ASHA stops trials (``rungs``: its epochs), not only whether it was asked."""
     name = root.rsplit("/", 1)[-1]
     if rungs is None:
@@ -132,12 +141,13 @@ def search_meta(options: SearchOptions, base: SSOTConfig, root: str, reference: 
                     optuna_study=study_name(name, base.task) if options.optuna_storage else None,
                     population=options.population, trial_format=TRIAL_FORMAT,
                     features=cache_provenance(base.features_path) if base.features_path else None,
-                    elapsed_s=0.0,
+                    elapsed_s=0.0, warm_start=warm_start or None,
                     **{REFERENCE_KEY: reference.meta() if reference else None})
 
 
 def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster, info: dict[str, Any], *,
-         restore: bool, reference: Reference | None, rungs: tuple[int, ...]) -> SearchOutcome:
+         restore: bool, reference: Reference | None, rungs: tuple[int, ...],
+         sources: list[warmstart.Source] | None = None) -> SearchOutcome:
     epochs = base.epochs
     cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
     trainable = ray_tune.with_resources(run_trial, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
@@ -145,7 +155,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster
     if restore:
         tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
     else:  # a new search, or one stopped before Ray saved anything: started with experiment.json's settings
-        searcher = _searcher(options, base, cluster.slots, info.get("optuna_study"), reference)
+        searcher = _searcher(options, base, cluster.slots, info.get("optuna_study"), reference, sources)
         tuner = ray_tune.Tuner(
             trainable,
             param_space=_param_space(options, base, cluster, cache_dir, rungs),
@@ -223,15 +233,21 @@ def storage_failure(path: str, info: dict[str, Any], exc: BaseException) -> Base
 
 # ---------------------------------------------------------------------------- searcher, scheduler, parameters
 def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None,
-              reference: Reference | None = None) -> StudySearcher | None:
+              reference: Reference | None = None, sources: list[warmstart.Source] | None = None) -> StudySearcher | None:
     """The search's searcher (:mod:`tune.searcher`; none for a grid): TPE or random sampling,
     seeded, asking the paper's default config first (TPE) or a reference's configs in order
-    (``--configs-from``); its study copied to ``--optuna-storage``."""
+    (``--configs-from``), or warm-started: the sources' best configs, then the default, and TPE
+    informed by their trials (:mod:`tune.warmstart`); its study copied to ``--optuna-storage``."""
     import optuna
 
     if options.search == "grid":
         return None
-    if options.search == "tpe":
+    sampler: Any
+    if options.search == "tpe" and sources:
+        sampler = warmstart.WarmStartSampler(sources, spaces.optuna_space(options.space), seed=options.seed,
+                                             constant_liar=options.members > 1)
+        points = warmstart.first_points(sources, spaces.default_point(options.space, base))
+    elif options.search == "tpe":
         # the members of a trial are asked together: constant_liar counts the pending ones as bad,
         # so TPE spreads them instead of drawing them all near the current best
         sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=options.members > 1)

@@ -1,11 +1,11 @@
 """Export the best config of each task's finished search, ready for the final runs.
 
-    python tune/export.py RESULTS_DIR --out CONFIG_DIR [--overwrite]
-    python -m tune.export RESULTS_DIR --out CONFIG_DIR
+    python tune/export.py RESULTS --out CONFIG_DIR [--overwrite]
+    python -m tune.export RESULTS --out CONFIG_DIR
     python tune/export.py s3://bucket/ssot --out CONFIG_DIR      # experiments in object storage
 
 An experiment is a folder holding ``experiment.json``, ``trials.csv`` and ``best_config.json``
-(:mod:`ssot.results.experiment`); experiments are found by searching RESULTS_DIR recursively. For
+(:mod:`ssot.results.experiment`); experiments are found by searching RESULTS recursively. For
 each task, the exported ``CONFIG_DIR/<task>.json`` is the ``best_config.json`` of one finished
 experiment, validated through :class:`ssot.config.SSOTConfig` and written back, so it is exactly
 a valid config for ``python tune/final.py`` and ``python -m ssot.train --config``.
@@ -113,7 +113,7 @@ def load_experiment(experiment: Experiment | str | Path) -> ExportCandidate:
     experiment = check_finished(experiment if isinstance(experiment, Experiment) else read_experiment(experiment))
     path = experiment.path
     try:
-        config = SSOTConfig.from_dict(experiment.best_config, source=f"{path}/{BEST_CONFIG_FILE}")
+        config = SSOTConfig.from_dict(experiment.best_config or {}, source=f"{path}/{BEST_CONFIG_FILE}")
     except SSOTError as exc:
         raise ResultsError(str(exc).rstrip(".")) from None
     if config.task != experiment.task:
@@ -183,12 +183,14 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
             # the problems of its trials.csv, which the skip may be due to (rows lost or changed)
             shown = [str(p) for p in experiment.problems if Path(str(p.path)).name == TRIALS_FILE]
             report.problems.extend(shown)
-            for line in [report.skipped[-1], *shown] if warn is not None else ():
-                warn(line)
+            if warn is not None:
+                for line in [report.skipped[-1], *shown]:
+                    warn(line)
         else:  # what the reader worked around in a used experiment (e.g. rows of a truncated trials.csv)
             report.problems.extend(str(p) for p in experiment.problems)
-            for problem in experiment.problems if warn is not None else ():
-                warn(str(problem))
+            if warn is not None:
+                for problem in experiment.problems:
+                    warn(str(problem))
     if not loaded:
         raise ResultsError(f"No finished, readable experiment among the {len(found)} under {results_dir}.")
     chosen = choose_per_task(loaded)
@@ -197,9 +199,9 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()], exists_ok=overwrite,
                      hint="pass --overwrite to replace it or choose another --out", inputs=inputs)
     config_dir.mkdir(parents=True, exist_ok=True)
-    for task, (experiment, n) in chosen.items():
-        experiment.config.to_json(targets[task])
-        report.exported.append(Exported(task, experiment.accuracy, experiment.path, targets[task], n))
+    for task, (candidate, n) in chosen.items():
+        candidate.config.to_json(targets[task])
+        report.exported.append(Exported(task, candidate.accuracy, candidate.path, targets[task], n))
     return report
 
 
@@ -210,9 +212,10 @@ def _describe(item: Exported) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/export.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", help="folder holding finished experiments (searched recursively), or a URI such as s3://bucket/prefix")
-    parser.add_argument("--out", type=Path, required=True, help="folder receiving one <task>.json per task")
+    parser = cli.Parser(prog="python tune/export.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", metavar="RESULTS",
+                        help="folder holding finished experiments (searched recursively), or a URI such as s3://bucket/prefix")
+    parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="folder receiving one <task>.json per task")
     parser.add_argument("--overwrite", action="store_true", help="replace existing configs in --out")
     return parser
 

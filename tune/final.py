@@ -1,17 +1,17 @@
 """Final multi-seed runs of exported configs, and the results table beside the paper.
 
-    python tune/final.py CONFIG_DIR --seeds 0 1 2 --out RESULTS_DIR
-    python tune/final.py configs/P2I.json configs/A2W.json --seeds 0 1 2 --out RESULTS_DIR
+    python tune/final.py CONFIG_DIR --seeds 0 1 2 --out OUT
+    python tune/final.py configs/P2I.json configs/A2W.json --seeds 0 1 2 --out OUT
     python tune/final.py CONFIG_DIR --seeds 0 1 --epochs 1 --device cpu --out /tmp/check   # quick check
-    python tune/final.py CONFIG_DIR --features a2w.pt --out RESULTS_DIR        # on a feature cache
-    python tune/final.py ray_results/confirmed --seeds 0 1 2 --out RESULTS_DIR  # confirmed configs (tune/confirm.py)
+    python tune/final.py CONFIG_DIR --features a2w.pt --out OUT        # on a feature cache
+    python tune/final.py ray_results/confirmed --seeds 0 1 2 --out OUT  # confirmed configs (tune/confirm.py)
 
 Each config (a ``<task>.json`` written by ``tune/export.py`` or ``tune/confirm.py``, or any config
 file) is trained once per seed with :func:`ssot.trainer.run`. Each run record is written to
-``RESULTS_DIR/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
+``OUT/runs/<task>_seed<s>.json`` as soon as the run ends; a record that already exists
 there is reused instead of retrained, so an interrupted final run continues where it stopped by
 rerunning the same command. The table (:mod:`ssot.results.final_table`) is written to
-``RESULTS_DIR/results.csv`` and ``RESULTS_DIR/results.md``; existing tables are never
+``OUT/results.csv`` and ``OUT/results.md``; existing tables are never
 overwritten. Exit statuses: :mod:`ssot.cli` (2: bad input, refused before training; 1: a run did
 not complete, diverged).
 """
@@ -213,12 +213,12 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
         else:
             todo[key] = (cfg, path)
     if todo:
+        check_data(cfg for cfg, _ in todo.values())  # a missing dataset or unknown task: one line, before Ray starts
         import ray
 
         from tune.cluster import check_reachable, connected
         from tune.options import SearchOptions
 
-        check_data(cfg for cfg, _ in todo.values())  # a missing dataset or unknown task: one line, before Ray starts
         if address:
             check_reachable(address)
         request = SearchOptions(task="", gpus_per_trial=gpus_per_run, cpus_per_trial=cpus_per_run, verbose=0)
@@ -243,9 +243,14 @@ def train_on_ray(jobs: Mapping[tuple[str, int], tuple[SSOTConfig, Path]], *, num
 
 
 def check_data(configs: Iterable[SSOTConfig]) -> None:
-    """Build the data of each distinct task of ``configs`` once (:data:`ssot.config.TASK_FIELDS`):
-    an unknown task, a missing data root or dataset is refused in one line before Ray starts."""
-    from ssot.data import build_task
+    """Find, then build the data of each distinct task of ``configs`` once
+    (:data:`ssot.config.TASK_FIELDS`): an unknown task, a missing data root or dataset is refused
+    in one line before Ray starts, and before torch loads (:func:`ssot.data.check_task`)."""
+    from ssot.data import build_task, check_task
+
+    configs = list(configs)
+    for config in configs:
+        check_task(config)
     from tune.trial import task_key
 
     seen = set()
@@ -269,14 +274,14 @@ def ray_result(ray: Any, ref: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ command line
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/final.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python tune/final.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="+", type=Path, help="config files, or folders of <task>.json (tune/export.py --out)")
     cli.add_seeds(parser, help="seeds of the final runs")
-    parser.add_argument("--out", type=Path, required=True, help="results folder: runs/, results.csv, results.md")
-    parser.add_argument("--epochs", type=int, help="override the configs' adaptation epochs (quick checks)")
-    cli.add_device(parser)
-    parser.add_argument("--features", type=Path, nargs="+", metavar="PATH",
-                        help="run on feature caches (python -m ssot.features), one per task, instead of images")
+    parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="results folder: runs/, results.csv, results.md")
+    cli.add_config_flag(parser, "epochs", "overrides the configs' (quick checks)", default_text="the configs'")
+    cli.add_config_flag(parser, "device", "overrides the configs'", default_text="the configs'")
+    cli.add_config_flag(parser, "features_path", "here: one per task, run on instead of images", nargs="+",
+                        default_text="")
     return parser
 
 
@@ -285,9 +290,10 @@ def final(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     collected = collect_configs(args.configs)
     cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)],
-                     inputs=[*(f for f, _ in collected), *(args.features or [])])
-    caches = feature_caches(args.features) if args.features else None
-    configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collected]
+                     inputs=[*(f for f, _ in collected), *(Path(p) for p in args.features_path or [])])
+    caches = feature_caches(args.features_path) if args.features_path else None
+    with cli.flag_errors(("epochs", "device")):
+        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collected]
     records = run_all(configs, args.seeds, args.out)
     table = results_table(records)
     csv_path, md_path = write_results(table, args.out)

@@ -67,7 +67,8 @@ class LiveOutputs(ray_tune.Callback):
         self.trials: dict[str, TrialHistory] = {}
         self.failed = False
 
-    def setup(self, **info: Any) -> None:
+    def setup(self, stop: Any = None, num_samples: int | None = None, total_num_samples: int | None = None,
+              **info: Any) -> None:
         self.trials = {t.trial_id: t for t in recorded(self.path)}
 
     def _trial(self, trial: Any) -> TrialHistory:
@@ -134,7 +135,7 @@ def last_error_line(trial: Any) -> tuple[str | None, str | None]:
 class TrialLines(ray_tune.Callback):
     """One printed line per ended trial: the progress against ``--num-samples`` (configs ended,
     elapsed time, an estimate of what is left), then the trial's lead member (module
-    :mod:`tune.members`): its epoch, its value and its config (Ray's own tables are ``--verbose 2``).
+    :mod:`tune.members`): its epoch, its value and its config (Ray's own tables are ``--verbose``).
 
     ``path`` is the experiment's folder: its ``experiment.json`` gives the configs asked for and
     the wall time of earlier runs (a resumed search counts on)."""
@@ -143,7 +144,8 @@ class TrialLines(ray_tune.Callback):
         self.path = path
         self.total, self.metric, self.earlier, self.started = 0, DEFAULT_METRIC, 0.0, time.monotonic()
 
-    def setup(self, **info: Any) -> None:
+    def setup(self, stop: Any = None, num_samples: int | None = None, total_num_samples: int | None = None,
+              **info: Any) -> None:
         meta = storage.read_json(storage.join(self.path, EXPERIMENT_FILE)) or {}
         self.total = expected_configs(meta) if meta else 0
         self.metric = str(meta.get("metric") or DEFAULT_METRIC)
@@ -174,7 +176,8 @@ class TrialLines(ray_tune.Callback):
     def _line(self, trials: list, trial: Any, suffix: str) -> None:
         result, listed = trial.last_result or {}, members.members_of(trial.config, trial.trial_id)
         entries = members.entries(result)
-        lead = members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries else next(iter(listed))
+        lead = members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries else None
+        lead = lead if lead is not None else next(iter(listed))
         entry, config = entries.get(lead, {}), listed.get(lead, {})
         shown = dict.fromkeys((self.metric, "target_acc"))
         values = ", ".join(f"{m} {entry[m]:.4f}" for m in shown if members.finite(entry.get(m)) is not None) or "no result"

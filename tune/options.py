@@ -2,7 +2,8 @@
 
 ``tune/search.py`` fills them from the command line, tests and scripts build them directly; every
 check happens once, in :meth:`SearchOptions.validate`, before any file is written or Ray starts,
-and names the flag a user typed. The config a search's trials start from is :func:`base_config`.
+and names the flag a user typed. The config a search's trials start from is :func:`base_config`;
+:func:`check_options` checks both and the data, without loading torch or Ray.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.config import PATH_FIELDS, SSOTConfig
+from ssot.data import check_task
 from ssot.errors import ConfigError
 from ssot.results import storage
 from ssot.results.metrics import DEFAULT_METRIC, SEARCH_METRICS
@@ -68,6 +70,9 @@ class SearchOptions:
     #: Replay the configs of this experiment (its task folder, local or a URI; :mod:`tune.replay`):
     #: ``num_samples`` and the space become the experiment's.
     configs_from: str | None = None
+    #: Start from these finished searches of other tasks (their task folders, local or URIs;
+    #: :mod:`tune.warmstart`): their best configs first, TPE informed by their trials.
+    warm_start: list[str] | None = None
 
     def validate(self) -> None:
         """Refuse, in one line naming the flag, options that cannot make a search."""
@@ -98,6 +103,10 @@ class SearchOptions:
             raise ConfigError("--population proposes members from an Optuna study: use --search tpe or random, not grid.")
         if self.configs_from is not None and self.search == "grid":
             raise ConfigError("--configs-from replays an experiment's configs: use --search tpe or random, not grid.")
+        if self.warm_start is not None and self.search != "tpe":
+            raise ConfigError(f"--warm-start informs TPE with other searches: use --search tpe, not {self.search}.")
+        if self.warm_start is not None and self.configs_from is not None:
+            raise ConfigError("--warm-start and --configs-from both choose the configs to try first: pass one of them.")
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"--max-concurrent must be an int >= 1. Got {self.max_concurrent!r} instead.")
         spaces.validate_space(self.space)
@@ -133,3 +142,15 @@ def base_config(options: SearchOptions, cpus_per_trial: float = 1.0) -> SSOTConf
     if config.epochs < 1:
         raise ConfigError(f"--epochs of a search must be an int >= 1 (ASHA's max_t). Got {config.epochs!r} instead.")
     return config
+
+
+def check_options(options: SearchOptions) -> SSOTConfig:
+    """Everything a search refuses before it starts that needs neither torch nor Ray: the options
+    (:meth:`SearchOptions.validate`), the storage location (a file in the way, no permission, an
+    unreachable store: :func:`ssot.results.storage.check_output`), the trials' base config and the
+    data it reads (:func:`ssot.data.check_task`). Returns the base config (one CPU per trial)."""
+    options.validate()
+    storage.check_output(options.storage_path, "--storage-path", folder=True)
+    base = base_config(options)
+    check_task(base)
+    return base

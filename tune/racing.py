@@ -35,6 +35,7 @@ the other candidates of one minus the p-value of the same test with the pick as 
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -201,6 +202,11 @@ def race(evaluate: Evaluate, candidates: Sequence[str], seeds: Sequence[int], mo
     return result
 
 
+def _replayed(values: Mapping[str, Sequence[float]], batch: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+    """A replay's runs: the value of candidate ``c`` at seed ``s`` is ``values[c][s]``."""
+    return {(c, s): values[c][s] for c, s in batch}
+
+
 def fixed_pick(values: Mapping[str, Sequence[float]], mode: str = "max") -> str:
     """Fixed confirmation's pick: the best mean over each candidate's seeds, ties to the first
     candidate (the search's rank): :mod:`tune.confirmation`'s rule on a value table."""
@@ -274,7 +280,7 @@ def replay(pool: Mapping[str, Sequence[float]], truth: Mapping[str, float], mode
         pick = fixed_pick(fixed, mode)
         tallies["fixed"].append((pick == best, sign * (truth[best] - truth[pick]), len(names) * fixed_seeds,
                                  probability_best(fixed, pick, mode)))
-        raced = race(lambda batch: {(c, s): values[c][s] for c, s in batch}, names, range(n), mode, rule)
+        raced = race(functools.partial(_replayed, values), names, range(n), mode, rule)
         tallies["race"].append((raced.pick == best, sign * (truth[best] - truth[raced.pick]), raced.runs, raced.p_best))
     return tuple(Replay(name, replays, *(float(np.mean(col)) for col in zip(*rows)))  # type: ignore[return-value]
                  for name, rows in tallies.items())

@@ -15,7 +15,7 @@ from typing import Any
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results import storage
-from ssot.results.experiment import check_finished, read_experiment
+from ssot.results.experiment import Experiment, check_finished, read_experiment
 
 
 @dataclass
@@ -37,6 +37,37 @@ class Reference:
                 "n_configs": len(self.configs)}
 
 
+def read_finished(path: str, flag: str) -> Experiment:
+    """The finished experiment at ``path`` (its task folder, local or a URI), read for ``flag``.
+
+    Raises
+    ------
+    ResultsError
+        One line starting with ``flag`` and ``path``: no readable experiment there, or it is not
+        finished (:func:`ssot.results.experiment.check_finished`).
+    """
+    experiment = read_experiment(path, read=lambda name: storage.read_text(storage.join(str(path), name)))
+    if experiment.meta is None or experiment.trials is None:
+        problem = experiment.errors[0] if experiment.errors else None
+        raise ResultsError(f"{flag} {path}: no readable experiment there ({problem.message if problem else 'no trials'}). "
+                           "Pass the task folder of a search (it holds experiment.json and trials.csv).")
+    try:
+        check_finished(experiment)
+    except ResultsError as exc:
+        raise ResultsError(f"{flag} {path}: {exc}. Pass a finished search (rerun it with --resume first).") from None
+    return experiment
+
+
+def sampled_values(row: Any, space: dict[str, Any]) -> dict[str, Any]:
+    """A trial's values (a row of :meth:`Experiment.trial_table`) of the fields ``space`` samples,
+    typed as the config's fields (``trials.csv`` reads a width as a float)."""
+    values = {}
+    for name in space:
+        kind = type(getattr(SSOTConfig(), name))
+        values[name] = kind(row[name]) if kind in (int, float) else row[name]
+    return values
+
+
 def read_reference(path: str, task: str) -> Reference:
     """The configs of the experiment at ``path`` (its task folder) for a search of ``task``.
 
@@ -46,30 +77,16 @@ def read_reference(path: str, task: str) -> Reference:
         If there is no readable experiment at ``path``, it is not finished
         (:func:`ssot.results.experiment.check_finished`), it is of another task, or it has no trial.
     """
-    experiment = read_experiment(path, read=lambda name: storage.read_text(storage.join(str(path), name)))
-    if experiment.meta is None or experiment.trials is None:
-        problem = experiment.errors[0] if experiment.errors else None
-        raise ResultsError(f"--configs-from {path}: no readable experiment there ({problem.message if problem else 'no trials'}). "
-                           "Pass the task folder of a search (it holds experiment.json and trials.csv).")
-    try:
-        check_finished(experiment)
-    except ResultsError as exc:
-        raise ResultsError(f"--configs-from {path}: {exc}. Replay a finished search (rerun it with --resume first).") from None
+    experiment = read_finished(path, "--configs-from")
+    assert experiment.meta is not None
     if experiment.task != task:
         raise ResultsError(f"--configs-from {path} holds a search of task {experiment.task!r}, not {task!r}. Pass the experiment "
                            f"of task {task!r}.")
     space = {k: v for k, v in (experiment.meta.get("space") or {}).items() if v.get("type") in ("loguniform", "choice")}
     table = experiment.trial_table()
-    configs = []
-    for _, row in table.sort_values("trial_id", kind="stable").iterrows():
-        values = {}
-        for name in space:
-            kind = type(getattr(SSOTConfig(), name))
-            values[name] = kind(row[name]) if kind in (int, float) else row[name]
-        configs.append(values)
+    configs = [sampled_values(row, space) for _, row in table.sort_values("trial_id", kind="stable").iterrows()]
     if not configs:
         raise ResultsError(f"--configs-from {path}: the experiment has no trial to replay.")
     seed = (experiment.meta.get("base_config") or {}).get("seed")
     return Reference(path=str(path), name=experiment.name, task=experiment.task, search=experiment.search,
                      seed=None if seed is None else int(seed), space=space, configs=configs)
-

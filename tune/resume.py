@@ -45,6 +45,9 @@ def check_same_settings(recorded: dict[str, Any], wanted: dict[str, Any], path: 
     """
     differ = [f"{flag} {_shown(wanted[key])} (the experiment's: {_shown(recorded[key])})"
               for key, flag in RESUMED_SETTINGS.items() if key in recorded and recorded[key] != _json(wanted[key])]
+    sources, asked = ([s["path"] for s in info.get("warm_start") or []] for info in (recorded, wanted))
+    if sources != asked:
+        differ.append(f"--warm-start {' '.join(asked) or '(none)'} (the experiment's: {' '.join(sources) or 'none'})")
     old, new = recorded.get("base_config") or {}, wanted["base_config"]
     differ += [f"config field {k} {_shown(new[k])} (the experiment's: {_shown(old[k])})" for k in new
                if k in old and k not in RUNTIME_FIELDS and k != "epochs" and old[k] != _json(new[k])]

@@ -7,6 +7,7 @@
     python tune/search.py --task A2W --features a2w.pt         # screen on a feature cache
     python tune/search.py --task A2W --features a2w.pt --population 64 --num-samples 200   # 64 configs per Ray trial
     python tune/search.py --task P2H --features p2h.pt --population 16 --configs-from RESULTS/e2e/P2H   # replay a search's configs
+    python tune/search.py --task S2H --warm-start RESULTS/x/P2H RESULTS/x/H2P   # start from other tasks' searches
     python tune/search.py --task P2I --address auto            # an existing Ray cluster
     python tune/search.py --task P2I --name my-exp --resume    # continue after a crash
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
@@ -23,78 +24,94 @@ import json
 import sys
 
 from ssot import cli
-from ssot.data.registry import searched_tasks
+from ssot.data.registry import DATASETS, search_tasks, searched_tasks
 from ssot.errors import ConfigError
 from ssot.results.metrics import SEARCH_METRICS
 from tune import space as spaces
-from tune.experiment import run_search
-from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_REDUCTION_FACTOR, SEARCHES, SearchOptions
-from tune.outputs import exit_status_of, summary_lines
+from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_REDUCTION_FACTOR, SEARCHES, SearchOptions, check_options
 from tune.trackers import TRACKERS
+
+#: The config fields that have a flag of their own here (the others: ``--set``).
+CONFIG_FLAGS = ("task", "eps", "potential_width", "epochs", "seed", "data_root", "features_path")
+#: The flags of the sampled space: flag -> the field it samples.
+RANGES = {"--lambda-ot-range": "lambda_ot", "--lambda-ent-range": "lambda_ent", "--eps-range": "eps"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python tune/search.py", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", required=True, help="a task (digits, P2H, H2P, A2W, P2I, Ar2Cl, S2R...) or a dataset "
-                                                 "(embedded, office31, imageclef, officehome, visda2017)")
-    p.add_argument("--num-samples", type=int, help="configs per task (default 20), trained --population at a time per Ray "
-                                                   "trial; with --search grid: repeats of the grid (default 1)")
-    p.add_argument("--search", choices=SEARCHES, default="tpe")
-    g = p.add_argument_group("search space (log-uniform ranges; widths are a choice)")
-    g.add_argument("--lambda-ot-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
-    g.add_argument("--lambda-ent-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-3 10.0")
-    g.add_argument("--eps-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="default 1e-2 10.0")
-    g.add_argument("--widths", type=int, nargs="+", help="default 64 128 256 512 1024")
-    g.add_argument("--eps", type=float, default=1.0, help="fixed eps of --search grid")
-    g.add_argument("--potential-width", type=int, default=256, help="fixed width of --search grid")
+    space = spaces.default_space()
+    p = cli.Parser(prog="python tune/search.py", description=__doc__.split("\n\n")[0])
+    datasets = ", ".join(name for name in DATASETS if searched_tasks(name))
+    cli.add_config_flag(p, "task", f"or a dataset ({datasets}): one search per task of it", required=True)
+    p.add_argument("--num-samples", type=int, metavar="N",
+                   help="configs per task, trained --population at a time per Ray trial; with --search grid: repeats of "
+                        "the grid (default: 20; with --search grid 1)")
+    p.add_argument("--search", choices=SEARCHES, default="tpe",
+                   help="tpe (Optuna's TPE) or random sample the space below; grid runs the paper's 5x5 grid of lambda_OT "
+                        "x lambda_Ent")
+    g = p.add_argument_group("search space (TPE and random: log-uniform ranges; widths are a choice)")
+    for flag, field in RANGES.items():
+        low, high = space[field]["low"], space[field]["high"]
+        g.add_argument(flag, type=float, nargs=2, metavar=("LOW", "HIGH"),
+                       help=f"the range of {field} (default: {low:g} {high:g})")
+    g.add_argument("--widths", type=int, nargs="+", metavar="W",
+                   help=f"the widths of g to choose from (default: {cli.shown(space['potential_width']['values'])})")
+    cli.add_config_flag(g, "eps", "with --search grid its fixed value (TPE and random sample --eps-range)")
+    cli.add_config_flag(g, "potential_width", "with --search grid its fixed value (TPE and random choose from --widths)")
     t = p.add_argument_group("training")
-    t.add_argument("--epochs", type=int, help="adaptation epochs per trial (ASHA's max_t); default: the task's")
-    t.add_argument("--seed", type=int, default=0, help="seed of the sampler and of every trial")
-    t.add_argument("--data-root", help="root of the benchmark datasets (default: $SSOT_DATA_ROOT)")
-    t.add_argument("--features", metavar="PATH", help="screen on a feature cache (python -m ssot.features) instead of images")
+    cli.add_config_flag(t, "epochs", "per trial: ASHA's max_t")
+    cli.add_config_flag(t, "seed", "and of the search's sampler")
+    cli.add_config_flag(t, "data_root")
+    cli.add_config_flag(t, "features_path", "here: screen on it instead of images")
     t.add_argument("--population", type=int, metavar="P",
                    help="configs per Ray trial, trained at once as one population (P > 1 needs --features: stacked weights, "
-                        "ASHA's rungs inside the population; TPE proposes each trial's configs from every result so far); default 1")
+                        "ASHA's rungs inside the population; TPE proposes each trial's configs from every result so far) "
+                        "(default: 1)")
     t.add_argument("--configs-from", metavar="EXPERIMENT",
                    help="replay the configs of a finished search (its task folder, e.g. RESULTS/e2e/P2H): the screen trains "
                         "exactly those (--num-samples and the space become that search's); analysis/proxy.py compares the two")
+    t.add_argument("--warm-start", nargs="+", metavar="EXPERIMENT",
+                   help="start from finished searches of other tasks in the same space (their task folders or URIs, e.g. "
+                        "RESULTS/NAME/P2H): each one's best config is tried first, in this order, and TPE is informed by "
+                        "their trials (docs/search.md, Warm start)")
     t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false)")
+                   help="any other config field, JSON-parsed value (e.g. --set lr=3e-4 --set use_mask=false; repeatable)")
     t.add_argument("--metric", default="target_acc", choices=SEARCH_METRICS,
                    help="what TPE, ASHA and best_config.json optimise; target_acc is the oracle (uses target labels), "
                         "the others are label-free validators")
     t.add_argument("--smoke-test", action="store_true", help="tiny search to check the setup: 2 trials x 2 short epochs")
     s = p.add_argument_group("early stopping (ASHA on epochs)")
-    s.add_argument("--grace-period", type=int, default=DEFAULT_GRACE_PERIOD, help="epochs every trial runs before ASHA may stop it")
-    s.add_argument("--reduction-factor", type=int, default=DEFAULT_REDUCTION_FACTOR,
-                   help="ASHA keeps the top 1/reduction-factor of the trials at each rung")
+    s.add_argument("--grace-period", type=int, default=DEFAULT_GRACE_PERIOD, metavar="EPOCHS",
+                   help="epochs every trial runs before ASHA may stop it")
+    s.add_argument("--reduction-factor", type=int, default=DEFAULT_REDUCTION_FACTOR, metavar="R",
+                   help="ASHA keeps the top 1/R of the trials at each rung")
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
     cli.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs")
-    r.add_argument("--max-concurrent", type=int, help="most trials running at once")
+    r.add_argument("--max-concurrent", type=int, metavar="N",
+                   help="most trials running at once (default: as many as the resources hold)")
     cli.add_ray_flags(r)
     r.add_argument("--trial-resources", type=_resources, default={}, metavar="JSON",
                    help="custom Ray resources per trial, e.g. '{\"worker_node\": 1}' to run trials only on nodes started with "
-                        "ray start --resources '{\"worker_node\": N}'")
+                        "ray start --resources '{\"worker_node\": N}' (default: none)")
     r.add_argument("--no-mps", action="store_true", help="do not use NVIDIA MPS for trials that share a GPU (by default a "
                    "search with --gpus-per-trial below 1 uses a running MPS daemon or starts one for its lifetime; docs/gpu.md)")
-    r.add_argument("--max-failures", type=int, default=DEFAULT_MAX_FAILURES,
+    r.add_argument("--max-failures", type=int, default=DEFAULT_MAX_FAILURES, metavar="N",
                    help="restarts of a failed trial (node lost, worker killed, error) from its last checkpoint before it counts as errored")
-    r.add_argument("--storage-path", default="ray_results",
+    r.add_argument("--storage-path", default="ray_results", metavar="PATH",
                    help="local folder (shared, e.g. NFS, on a cluster) or a URI Ray accepts, e.g. s3://bucket/prefix "
                         "(endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION)")
-    r.add_argument("--name", help="experiment name (default ssot-<task>)")
+    r.add_argument("--name", help="experiment name, a folder under --storage-path (default: ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
     r.add_argument("--optuna-storage", metavar="URL", help="keep the Optuna study in this database (sqlite:///PATH) to watch the "
                                                           "search live with `optuna-dashboard URL`; study <name>/<task>")
     r.add_argument("--tracker", action="append", default=[], choices=TRACKERS,
                    help="also log every trial (parameters, each epoch's metrics, status) to this tracker (repeatable): "
-                        "MLflow at $MLFLOW_TRACKING_URI (default sqlite:///./mlflow.db), TensorBoard event files in the "
-                        "trial folders, W&B offline runs in the trial folders (pip install -e '.[trackers]')")
+                        "MLflow at $MLFLOW_TRACKING_URI (else sqlite:///./mlflow.db), TensorBoard event files in the "
+                        "trial folders, W&B offline runs in wandb/ under $WANDB_DIR (else the current folder) "
+                        "(pip install -e '.[trackers]')")
     r.add_argument("--keep-checkpoints", action="store_true",
-                   help="keep the last checkpoint of every trial (default: removed when the trial ends)")
-    r.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2], help="0 silent, 1 a line per finished trial, 2 Ray's tables too")
+                   help="keep the last checkpoint of every trial (otherwise removed when the trial ends)")
+    cli.add_quiet(r, verbose="Ray's progress tables too")
     return p
 
 
@@ -122,42 +139,56 @@ def _parse_set(items: list[str]) -> dict[str, object]:
     return out
 
 
+def _space(args: argparse.Namespace) -> spaces.Space:
+    """The space of the flags (a grid's fixed values, or the sampled ranges and widths), refused
+    naming the flag."""
+    given = {flag: rng for flag, rng in ((f, getattr(args, RANGES[f] + "_range")) for f in RANGES) if rng}
+    if args.search == "grid":
+        if given or args.widths:
+            raise ConfigError(f"{', '.join([*given, *(['--widths'] if args.widths else [])])} set the sampled space; "
+                              "--search grid runs the paper's grid (set its fixed values with --eps and --potential-width).")
+        fixed = {field: getattr(args, field) for field in ("eps", "potential_width") if getattr(args, field) is not None}
+        return spaces.paper_grid_space(**fixed)
+    pinned = [cli.config_flag(f) for f in ("eps", "potential_width") if getattr(args, f) is not None]
+    if pinned:
+        raise ConfigError(f"{' and '.join(pinned)} set{'s' if len(pinned) == 1 else ''} a fixed value of --search grid; "
+                          f"--search {args.search} samples eps and the width (set their ranges with --eps-range and --widths).")
+    space = spaces.default_space()
+    for flag, (low, high) in given.items():
+        if not 0 < low < high:
+            raise ConfigError(f"{flag} must be LOW HIGH with 0 < LOW < HIGH. Got {low:g} {high:g} instead.")
+        space[RANGES[flag]] = {"type": "loguniform", "low": low, "high": high}
+    if args.widths:
+        if min(args.widths) < 1:
+            raise ConfigError(f"--widths must be ints >= 1. Got {cli.shown(args.widths)} instead.")
+        space["potential_width"] = {"type": "choice", "values": args.widths}
+    return space
+
+
 def options_for(args: argparse.Namespace, task: str, name: str | None) -> SearchOptions:
+    """The options of the search of ``task`` that the flags ask for."""
     base = _parse_set(args.set)
-    if args.epochs is not None:
-        base["epochs"] = args.epochs
-    if args.data_root:
-        base["data_root"] = args.data_root
-    if args.features:
-        base.update(backbone="features", features_path=args.features)
-    base.setdefault("seed", args.seed)
+    for field in ("epochs", "data_root", "features_path"):
+        if getattr(args, field) is not None:
+            base[field] = getattr(args, field)
+    if args.features_path:
+        base["backbone"] = "features"
+    seed = args.seed if args.seed is not None else 0
+    base.setdefault("seed", seed)
     num_samples = args.num_samples if args.num_samples is not None else (1 if args.search == "grid" else 20)
     if args.smoke_test:
         base.update(epochs=2, pretrain_epochs=1, iters_per_epoch=5)
         num_samples = 2
-    ranges = {"lambda_ot": args.lambda_ot_range, "lambda_ent": args.lambda_ent_range, "eps": args.eps_range}
-    if args.search == "grid":
-        given = [f"--{k.replace('_', '-')}-range" for k, v in ranges.items() if v] + (["--widths"] if args.widths else [])
-        if given:
-            raise ConfigError(f"{', '.join(given)} set the sampled space; --search grid runs the paper's grid "
-                              "(set its fixed values with --eps and --potential-width).")
-        space = spaces.paper_grid_space(args.eps, args.potential_width)
-    else:
-        space = spaces.default_space()
-        for field, rng in ranges.items():
-            if rng:
-                space[field] = {"type": "loguniform", "low": rng[0], "high": rng[1]}
-        if args.widths:
-            space["potential_width"] = {"type": "choice", "values": args.widths}
-    return SearchOptions(task=task, num_samples=num_samples, search=args.search, space=space, base=base, seed=args.seed,
+    return SearchOptions(task=task, num_samples=num_samples, search=args.search, space=_space(args), base=base, seed=seed,
                          early_stop=not args.no_early_stop, grace_period=args.grace_period,
                          reduction_factor=args.reduction_factor, gpus_per_trial=args.gpus_per_trial,
                          cpus_per_trial=args.cpus_per_trial, max_concurrent=args.max_concurrent,
-                         storage_path=args.storage_path, name=name, resume=args.resume, verbose=args.verbose,
+                         storage_path=args.storage_path, name=name, resume=args.resume,
+                         verbose=0 if args.quiet else 2 if args.verbose else 1,
                          keep_checkpoints=args.keep_checkpoints, metric=args.metric, optuna_storage=args.optuna_storage,
                          max_failures=args.max_failures, trial_resources=args.trial_resources,
                          trackers=args.tracker, mps=not args.no_mps, population=args.population,
-                         configs_from=args.configs_from)
+                         configs_from=args.configs_from, warm_start=args.warm_start)
 
 
 _STATES = {
@@ -169,17 +200,26 @@ _STATES = {
 
 
 def search(args: argparse.Namespace) -> int:
-    """The command's work: one search per task (every task of a dataset); the worst status."""
+    """The command's work: one search per task (every task of a dataset); the worst status. The
+    flags and every task's data are checked before Ray and torch load (:func:`tune.options.check_options`)."""
     cli.check_resources_args(args)
-    tasks, name = [args.task], args.name
-    if searched_tasks(args.task) is not None:
-        tasks, name = searched_tasks(args.task), args.name or f"ssot-{args.task}"
+    tasks = search_tasks(args.task)
+    name = args.name or (f"ssot-{args.task}" if searched_tasks(args.task) is not None else None)
+    typed = [field for field in CONFIG_FLAGS if getattr(args, field) is not None]  # errors name these fields' flags
+    with cli.flag_errors(typed):
+        plans = [options_for(args, task, name) for task in tasks]
+        for options in plans:
+            check_options(options)
+    from tune.experiment import run_search  # Ray, Optuna and torch: once everything is checked
+    from tune.outputs import exit_status_of, summary_lines
+
     worst = cli.EXIT_OK
-    for task in tasks:
+    for options in plans:
         kind = "oracle: ranks trials with target labels" if args.metric == "target_acc" else "label-free validator"
-        print(f"{task}: selecting on {args.metric} ({kind})", flush=True)
-        outcome = run_search(options_for(args, task, name), address=args.address, num_cpus=args.num_cpus)
-        print("\n".join(summary_lines(outcome.trials, outcome.info or {"task": task})))
+        print(f"{options.task}: selecting on {args.metric} ({kind})", flush=True)
+        with cli.flag_errors(typed):
+            outcome = run_search(options, address=args.address, num_cpus=args.num_cpus)
+        print("\n".join(summary_lines(outcome.trials, outcome.info or {"task": options.task})))
         code = exit_status_of(outcome)
         print(f"  {_STATES[code]}; table {outcome.path}/trials.csv"
               + (f", best config {outcome.path}/best_config.json" if outcome.best_config else ""))

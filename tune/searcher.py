@@ -112,7 +112,7 @@ class StudySearcher(Searcher):
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         if self.proposed >= self.total:
-            return Searcher.FINISHED
+            return Searcher.FINISHED  # type: ignore[return-value]  # Ray's documented sentinel (a str)
         if self.slots is not None and len(self.live) >= self.slots:
             return None  # no free slot: TPE waits for the results of the running trials
         size = min(self.size, self.total - self.proposed)

@@ -19,10 +19,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
 
 from ssot import cli
 from ssot.config import OT_SOLVERS, SSOTConfig
@@ -40,13 +39,14 @@ def table_path(out_dir: str | Path) -> Path:
     return Path(out_dir) / "solvers.md"
 
 
-def solver_table(by_solver: dict[str, list[dict[str, Any] | RunRecord]]) -> str:
+def solver_table(by_solver: Mapping[str, Sequence[Mapping[str, Any] | RunRecord]]) -> str:
     """Markdown: solver, final target accuracy (%) and last-epoch OT value of the runs with an
     adaptation epoch, time per epoch (s)."""
     rows = []
     for name, runs in by_solver.items():
         done = [r for r in records(runs) if r.epochs]
-        acc = statistics.fmean(100 * r.final_acc for r in done) if done else float("nan")
+        accs = [r.final_acc for r in done if r.final_acc is not None]
+        acc = statistics.fmean(100 * a for a in accs) if accs else float("nan")
         val = statistics.fmean(r.epochs[-1]["ot_value"] for r in done) if done else float("nan")
         t = statistics.fmean(e["time_s"] for r in done for e in r.epochs) if done else float("nan")
         rows.append([name, f"{acc:.1f}", f"{val:.4g}", f"{t:.2f}"])
@@ -54,16 +54,17 @@ def solver_table(by_solver: dict[str, list[dict[str, Any] | RunRecord]]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/solvers.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python tune/solvers.py", description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--task", help="task whose default config is used (e.g. digits)")
-    source.add_argument("--config", type=Path, help="a config JSON (e.g. a best config)")
-    cli.add_seeds(parser, default=(0,))
-    parser.add_argument("--out", type=Path, help="output folder (default: solvers_<task>)")
-    parser.add_argument("--epochs", type=int, help="override the adaptation epochs")
-    cli.add_device(parser)
+    cli.add_config_flag(source, "task", "here: its default config is compared", default_text="")
+    cli.add_config_file(source, "the config compared (e.g. a best config)")
+    cli.add_seeds(parser)
+    parser.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: solvers_<task>)")
+    cli.add_config_flag(parser, "epochs", "overrides the config's", default_text="the config's")
+    cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")
     cli.add_ray_flags(parser)
-    parser.add_argument("--max-concurrent", type=int, default=1, help="runs at a time (default 1: comparable times per epoch)")
+    parser.add_argument("--max-concurrent", type=int, default=1, metavar="N",
+                        help="most runs at once (1: the times per epoch are comparable)")
     return parser
 
 
@@ -72,12 +73,13 @@ def solvers(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     cli.check_resources_args(args)
     config = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
-    config = apply_overrides(config, epochs=args.epochs, device=args.device)
+    with cli.flag_errors(("epochs", "device")):
+        config = apply_overrides(config, epochs=args.epochs, device=args.device)
     out = args.out if args.out is not None else Path(f"solvers_{config.task}")
     md = table_path(out)
     cli.check_output(out, "--out", folder=True, new=[md.name])
     by_solver = run_variants(config, args.seeds, out, variants=SOLVER_VARIANTS, num_cpus=args.num_cpus,
-                             max_concurrent=args.max_concurrent)
+                             address=args.address, max_concurrent=args.max_concurrent)
     table = solver_table(by_solver)
     with open(md, "x") as fh:
         fh.write(table)

@@ -1,7 +1,7 @@
 """The experiment trackers a search can log to: MLflow, TensorBoard, Weights & Biases offline.
 
 ``python tune/search.py --tracker mlflow --tracker tensorboard --tracker wandb-offline`` adds Ray
-Tune's logger callbacks to the search (:func:`tracker_callbacks`). Each Ray trial becomes one run of
+Tune's logger callbacks to the search (:func:`tune.tracker_loggers.tracker_callbacks`). Each Ray trial becomes one run of
 the tracker, with the trial's parameters (its whole config), every epoch's metrics (the target
 accuracy, every validator, the losses, ``diverged``; step = Ray's training iteration = the epoch)
 and how it ended. A trial reports in :mod:`tune.members`' format: in a search of one config per
@@ -30,7 +30,9 @@ config and its lead member's metrics at the top, and every member's under ``memb
     metrics; ``wandb sync wandb/offline-run-*`` uploads them later. (Not in the trial folders:
     Ray copies those to the storage path when a trial ends, before W&B has finished writing.)
 
-Everything is checked before Ray starts (:func:`tracker_callbacks`), in one line with exit
+The callbacks are Ray's, two of them extended (:mod:`tune.tracker_loggers`, imported with Ray when
+a search starts: this module loads neither, so that ``tune/search.py`` checks its flags first).
+Everything is checked before Ray starts (:func:`check_trackers`), in one line with exit
 status 2: a tracker whose package is missing (``pip install -e ".[trackers]"``), an MLflow
 tracking URI that cannot be used (a sqlite or file location that cannot be created, an HTTP
 server that does not answer within a few seconds, a store MLflow itself refuses, such as the file
@@ -44,19 +46,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from ray.air.integrations.mlflow import MLflowLoggerCallback
-from ray.air.integrations.wandb import WandbLoggerCallback
 
 from ssot.cli import check_output
 from ssot.errors import ConfigError
-from tune.members import member_status
-from tune.study import study_name
 
-__all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "mlflow_uri", "wandb_dir", "check_trackers",
-           "tracker_callbacks",
-           "MLflowLogger", "OfflineWandbLogger"]
+__all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "STATUS_TAG", "mlflow_uri", "wandb_dir", "check_trackers"]
 
 #: The names ``--tracker`` takes.
 TRACKERS = ("mlflow", "tensorboard", "wandb-offline")
@@ -69,7 +63,8 @@ WANDB_DIR_ENV = "WANDB_DIR"
 #: Seconds an MLflow server has to answer before the search is refused.
 PROBE_TIMEOUT = 5.0
 
-_STATUS_TAG = "ssot_status"
+#: The tag (MLflow) or config key (W&B) of a trial's status in ``trials.csv``.
+STATUS_TAG = "ssot_status"
 
 
 def mlflow_uri() -> str:
@@ -128,69 +123,3 @@ def _check_mlflow_uri(uri: str) -> None:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{where} cannot be used by MLflow ({first}). Set {MLFLOW_URI_ENV} to a database such as "
                           "sqlite:///mlflow.db or a tracking server's http:// URL.") from None
-
-
-def tracker_callbacks(names: Sequence[str], name: str, task: str, max_epochs: int) -> list[Any]:
-    """Ray Tune callbacks logging one task's search ``name`` to each tracker in ``names`` (checked first)."""
-    names = list(dict.fromkeys(names))
-    check_trackers(names)
-    callbacks: list[Any] = []
-    if "mlflow" in names:
-        callbacks.append(MLflowLogger(max_epochs, tracking_uri=mlflow_uri(), experiment_name=study_name(name, task),
-                                      tags={"task": task}))
-    if "tensorboard" in names:
-        from ray.tune.logger import TBXLoggerCallback
-
-        callbacks.append(TBXLoggerCallback())
-    if "wandb-offline" in names:
-        callbacks.append(OfflineWandbLogger(max_epochs, project=name, group=task))
-    return callbacks
-
-
-def _ended(trial: Any, failed: bool, max_epochs: int) -> str:
-    """The trial's status in ``trials.csv`` (:func:`tune.members.member_status`) from its last
-    result's lead entry (its only member's, in a search of one config per trial)."""
-    last = dict(trial.last_result or {})
-    return member_status([last] if last else [], "failed" if failed else None, max_epochs, True)[0]
-
-
-class MLflowLogger(MLflowLoggerCallback):
-    """Ray's MLflow callback; each run also tagged with its trial id and, at the end, its status."""
-
-    def __init__(self, max_epochs: int, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.max_epochs = max_epochs
-
-    def log_trial_start(self, trial: Any) -> None:
-        self.tags = {**(self.tags or {}), "trial_id": trial.trial_id}
-        super().log_trial_start(trial)
-
-    def log_trial_end(self, trial: Any, failed: bool = False) -> None:
-        from mlflow import MlflowClient
-
-        MlflowClient(self.tracking_uri).set_tag(self._trial_runs[trial], _STATUS_TAG, _ended(trial, failed, self.max_epochs))
-        super().log_trial_end(trial, failed)
-
-
-class OfflineWandbLogger(WandbLoggerCallback):
-    """Ray's W&B callback in offline mode (no account, no network); the trial's status in its config."""
-
-    def __init__(self, max_epochs: int, **kwargs: Any):
-        super().__init__(mode="offline", dir=wandb_dir(), **kwargs)
-        self.max_epochs = max_epochs
-
-    def setup(self, *args: Any, **kwargs: Any) -> None:
-        previous = os.environ.get("WANDB_MODE")
-        os.environ["WANDB_MODE"] = "offline"  # Ray asks for an API key unless W&B is offline
-        try:
-            super().setup(*args, **kwargs)
-        finally:
-            if previous is None:
-                os.environ.pop("WANDB_MODE")
-            else:
-                os.environ["WANDB_MODE"] = previous
-
-    def log_trial_end(self, trial: Any, failed: bool = False) -> None:
-        # a config update without metrics, the run's last entry (a trial that reported nothing gets its run here)
-        self.log_trial_result(0, trial, {"config": {_STATUS_TAG: _ended(trial, failed, self.max_epochs)}})
-        super().log_trial_end(trial, failed)

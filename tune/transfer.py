@@ -112,10 +112,11 @@ def replay_config(target: Experiment, source: Source, seed: int) -> SSOTConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python tune/transfer.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python tune/transfer.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", metavar="RESULTS",
                         help="folder (or URI, e.g. s3://bucket/prefix) holding one finished search per task, searched recursively")
-    parser.add_argument("--out", type=Path, required=True, help="output folder: runs/, transfer.csv, transfer.md, transfer.json")
+    parser.add_argument("--out", type=Path, required=True, metavar="FOLDER",
+                        help="output folder: runs/, transfer.csv, transfer.md, transfer.json")
     cli.add_seeds(parser, help="seeds of every replay")
     parser.add_argument("--name", help="use only the searches of this experiment name (--name of tune/search.py)")
     parser.add_argument("--no-default", action="store_true", help="do not replay the paper's default config")

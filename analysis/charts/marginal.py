@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from analysis.charts.style import TEMPLATE, empty_figure, figure_title, param_label
 from analysis.data.frames import format_value
 from analysis.data.marginal import MarginalInfo
 from analysis.data.views import view_subtitle
-from analysis.charts.style import TEMPLATE, empty_figure, figure_title, param_label
 
 __all__ = ["marginal_figure"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analysis.data.proxy import ProxyInfo
 from analysis.charts.style import TEMPLATE, empty_figure, figure_title
+from analysis.data.proxy import ProxyInfo
 
 __all__ = ["proxy_figure"]
 

@@ -150,7 +150,8 @@ def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.Da
         what = "best accuracy reached" if mode == "best" else f"best accuracy at epoch {mode.removeprefix('epoch')}"
         rule, value = f"{what}, ties to the lowest trial id", format_percent(top["acc"], 2) if top is not None else ""
     if top is None:
-        return f"No trial in this view ({html.escape(MODE_LABELS.get(mode, mode))})."
+        shown: str = MODE_LABELS.get(mode, mode)  # type: ignore[call-overload]  # a mode outside the labels is shown as is
+        return f"No trial in this view ({html.escape(shown)})."
     return (
         f'Best trial in this view ({html.escape(rule)}): <b data-trial="{html.escape(str(top["trial_id"]))}">'
         f"{html.escape(str(top['trial_id']))}</b>, {html.escape(value)} &mdash; <code>{html.escape(str(top['config']))}</code>"
@@ -427,7 +428,7 @@ def input_paths(root: str | os.PathLike[str], paper_csv: str | os.PathLike[str] 
     found = [Path(paper_csv)] if paper_csv else []
     if storage.is_uri(root):
         return found
-    return [*storage.experiment_inputs(root), *paper_input_paths(root), *found]
+    return [*storage.experiment_inputs(root), *paper_input_paths(Path(root)), *found]
 
 
 def build_dashboard(
@@ -509,7 +510,7 @@ def build_dashboard(
         static = {folder / stem: fig for s in sections for stem, fig in s.static.items()}
         written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
-    page = atlas_part.insert(paper_part.insert(_render_page(root if storage.is_uri(root) else root_path, sections,
+    page = atlas_part.insert(paper_part.insert(_render_page(str(root) if storage.is_uri(root) else root_path, sections,
                                                             cross_task_table(experiments, paper), problems, n_boot)))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(page, encoding="utf-8")

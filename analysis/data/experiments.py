@@ -165,6 +165,8 @@ class Experiment(results_experiment.Experiment):
         hyperparameters, ``status`` and ``reason``; such trials are counted, never drawn.
     """
 
+    meta: dict[str, Any]  # never None here (read_analysis_experiment returns None instead)
+    trials: pd.DataFrame
     space: dict[str, ParamSpec] = field(default_factory=dict)
     unstarted: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -189,7 +191,7 @@ def _sorted_values(values: Sequence[Any]) -> list[Any]:
 
 
 def _space_from_meta(
-    meta: Mapping[str, Any], trials: pd.DataFrame, path: Path, problems: list[Problem]
+    meta: Mapping[str, Any], trials: pd.DataFrame, path: Path | str, problems: list[Problem]
 ) -> dict[str, ParamSpec]:
     """Build the specs of the hyperparameters present in ``trials.csv``, in display order."""
     raw = meta.get("space")

@@ -30,7 +30,7 @@ import pandas as pd
 from ssot.results import experiment as results_experiment
 from ssot.results.experiment import REFERENCE_KEY
 from ssot.results.metrics import DEFAULT_METRIC, metric
-from ssot.results.trials import DIVERGED, ERRORED, trial_table, without_placeholders
+from ssot.results.trials import DIVERGED, ERRORED, without_placeholders
 
 __all__ = ["DEFAULT_KS", "ProxyInfo", "proxy_info", "spearman", "kendall_tau_b", "reference_path", "summary_table"]
 

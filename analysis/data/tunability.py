@@ -294,8 +294,8 @@ def tunability_info(tasks: Sequence[AtlasTask], *, n_bootstrap: int = N_BOOTSTRA
     for number in range(n_bootstrap):
         drawn = {}
         for task, (x, y) in data.items():
-            rows = rng.integers(0, len(y), len(y))
-            drawn[task] = (x[rows], y[rows])
+            picked = rng.integers(0, len(y), len(y))
+            drawn[task] = (x[picked], y[picked])
         estimate = _estimate(drawn, setup, seed)
         replicates.append(_losses(estimate, setup, list(data)))
         for key, profile in estimate.profiles.items():
@@ -314,20 +314,20 @@ def tunability_info(tasks: Sequence[AtlasTask], *, n_bootstrap: int = N_BOOTSTRA
         for column in [*range(len(setup.grids)), -1]:
             param = ALL if column < 0 else list(setup.axes)[column]
             for reference in REFERENCES:
-                key = (task, column, reference)
-                draws = np.array([r[key] for r in replicates])
+                loss_key = (task, column, reference)
+                draws = np.array([r[loss_key] for r in replicates])
                 low, high = (np.percentile(draws, [2.5, 97.5]) if len(draws) else (np.nan, np.nan))
                 value = info.shared[param] if reference == "shared" else info.default[param]
                 own = own_whole if column < 0 else float(point.profiles[(task, column)].max())
                 rows.append({"task": task, "param": param, "reference": reference,
-                             "value": _describe(value), "loss": 100 * losses[key], "low": 100 * float(low),
+                             "value": _describe(value), "loss": 100 * losses[loss_key], "low": 100 * float(low),
                              "high": 100 * float(high), "own_best": 100 * own, "n_trials": n_trials[task],
                              "n_bootstrap": n_bootstrap})
         for column, (param, axis) in enumerate(setup.axes.items()):
             draws = np.array(profile_draws.get((task, column), []))
-            estimate = point.profiles[(task, column)]
-            low, high = (np.percentile(draws, [2.5, 97.5], axis=0) if len(draws) else (estimate * np.nan, estimate * np.nan))
-            info.profiles.append(Profile(task, param, [_plain(v) for v in axis.decode(setup.grids[column])], estimate,
+            curve = point.profiles[(task, column)]
+            low, high = (np.percentile(draws, [2.5, 97.5], axis=0) if len(draws) else (curve * np.nan, curve * np.nan))
+            info.profiles.append(Profile(task, param, [_plain(v) for v in axis.decode(setup.grids[column])], curve,
                                          low, high, point.shared_index[column], setup.default_index[column], axis.kind))
     info.table = pd.DataFrame(rows, columns=list(COLUMNS))
     return info

@@ -101,7 +101,7 @@ def view_label(key: str) -> str:
         If ``key`` is not ``"final"``, ``"best"`` or ``"epoch<R>"``.
     """
     if key in MODE_LABELS:
-        return MODE_LABELS[key]  # type: ignore[index]
+        return MODE_LABELS[key]
     match = _EPOCH_VIEW.match(str(key))
     if match is None:
         raise ValueError(
@@ -177,7 +177,7 @@ def epoch_results(experiment: Experiment, table: pd.DataFrame, epoch: int) -> pd
 def view_results(experiment: Experiment, table: pd.DataFrame, key: str) -> pd.DataFrame:
     """The trials of view ``key`` with their accuracy ``acc`` (see the module docstring)."""
     if key in MODE_LABELS:
-        return final_results(table, key)  # type: ignore[arg-type]
+        return final_results(table, key)
     view_label(key)  # validates the key
     return epoch_results(experiment, table, int(key.removeprefix("epoch")))
 

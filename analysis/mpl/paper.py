@@ -37,7 +37,8 @@ def class_weight_figure(record: Record) -> plt.Figure:
     est, true, K = info.estimate, info.truth, len(info.truth)
     outliers = set(info.outliers)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
-    palette = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 3]  # red is for outliers
+    tab10: Any = plt.get_cmap("tab10")  # a ListedColormap: it has .colors
+    palette = [c for i, c in enumerate(tab10.colors) if i != 3]  # red is for outliers
     colour = {k: palette[i % len(palette)] for i, k in enumerate(k for k in range(K) if k not in outliers)}
     for k in range(K):
         outlier = k in outliers

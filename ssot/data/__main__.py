@@ -3,12 +3,13 @@
     python -m ssot.data check --data-root DIR [--dataset office31] [--all-images]
     python -m ssot.data fetch visda2017 --data-root DIR
     python -m ssot.data fetch officehome --data-root DIR --archive ~/Downloads/OfficeHomeDataset_10072016.zip
-    python -m ssot.data prepare --task A2W --data-root DIR [--out PATH] [--resize-size 256] [--workers N]
+    python -m ssot.data prepare --task A2W --data-root DIR [--out PATH] [--resize-size 256] [--num-workers N]
 
 Exit statuses (:mod:`ssot.cli`): 0 every checked task can run; 1 the data is there but at least
 one checked task cannot run (the lines say why); 2 a user mistake (bad argument, missing data root
 or archive file, no direct link and no ``--archive``, a destination that already exists); 4 a
-download or verification failed (network error, size or checksum mismatch, damaged archive).
+download or verification failed (network error, size or checksum mismatch, damaged archive);
+bad input is refused before torch is imported (``check`` and ``fetch`` never import it).
 ``fetch`` runs the check of its dataset afterwards (unless ``--no-check``) and exits with its
 status. ``prepare`` writes a decoded-image cache (:mod:`ssot.data.decoded`; default location
 ``$SSOT_CACHE_DIR/<task>-<size>.ssotimg``, else ``<data root>/decoded/<task>-<size>.ssotimg``;
@@ -26,43 +27,38 @@ from ssot import cli
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ssot.data.benchmarks import DATA_ROOT_ENV
     from ssot.data.check import DEFAULT_SAMPLE
     from ssot.data.decoded import CACHE_DIR_ENV, SUFFIX
     from ssot.data.fetch import MIRROR_ENV
     from ssot.data.registry import BENCHMARKS
 
-    parser = argparse.ArgumentParser(prog="python -m ssot.data", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = cli.Parser(prog="python -m ssot.data", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{check,fetch,prepare}")
     check = sub.add_parser("check", help="what is under the data root and which tasks can run")
     fetch = sub.add_parser("fetch", help="download or ingest an official archive, verify, unpack")
     prepare = sub.add_parser("prepare", help="decode a task's images once into a decoded-image cache (--image-cache)")
     for p in (check, fetch, prepare):
-        p.add_argument("--data-root", default=None, help=f"data root (default: ${DATA_ROOT_ENV})")
+        cli.add_config_flag(p, "data_root")
     check.add_argument("--dataset", action="append", choices=list(BENCHMARKS),
-                       help="check only this dataset (repeatable; default: all four)")
-    check.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
-                       help=f"images opened per domain to find unreadable ones ({DEFAULT_SAMPLE})")
+                       help="check only this dataset, repeatable (default: all four)")
+    check.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N", help="images opened per domain to find unreadable ones")
     check.add_argument("--all-images", action="store_true", help="open every image")
-    check.add_argument("--quiet", action="store_true", help="print only problems and the summary")
-    fetch.add_argument("dataset", choices=list(BENCHMARKS))
-    fetch.add_argument("--archive", type=Path, action="append", default=[],
+    fetch.add_argument("dataset", choices=list(BENCHMARKS), help="the dataset to bring in")
+    fetch.add_argument("--archive", type=Path, action="append", default=[], metavar="PATH",
                        help="an archive downloaded by hand (repeatable: VisDA has two)")
-    fetch.add_argument("--mirror", default=None,
-                       help=f"base URL holding the archives by file name (default: ${MIRROR_ENV})")
-    fetch.add_argument("--sha256", default=None, help="expected SHA-256 of the archive")
+    fetch.add_argument("--mirror", default=None, metavar="URL",
+                       help=f"base URL holding the archives by file name (default: ${MIRROR_ENV}, else the dataset's own)")
+    fetch.add_argument("--sha256", default=None, help="expected SHA-256 of the archive (default: the published one, if any)")
     fetch.add_argument("--keep-download", action="store_true",
                        help="keep the downloaded archive after unpacking")
-    fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
     fetch.add_argument("--no-check", action="store_true", help="skip the check after unpacking")
-    prepare.add_argument("--task", required=True, help="a task of the image benchmarks, e.g. A2W, P2I, Ar2Cl, S2R")
-    prepare.add_argument("--out", type=Path, default=None, help=f"the cache file, ending in {SUFFIX} (default: "
-                         f"${CACHE_DIR_ENV}/<task>-<size>{SUFFIX}, else <data root>/decoded/<task>-<size>{SUFFIX}); never "
-                         "overwritten")
-    prepare.add_argument("--resize-size", type=int, default=256, help="side of the stored square images: the config's "
-                         "resize_size (default 256)")
-    prepare.add_argument("--workers", type=int, default=None, help="decoding processes, >= 1 (default: the usable CPUs)")
-    prepare.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cli.add_config_flag(prepare, "task", "here: a task of the image benchmarks", required=True)
+    prepare.add_argument("--out", type=Path, default=None, metavar="PATH", help=f"the cache file, ending in {SUFFIX}; never "
+                         f"overwritten (default: ${CACHE_DIR_ENV}/<task>-<size>{SUFFIX}, else <data root>/decoded/<task>-<size>{SUFFIX})")
+    cli.add_config_flag(prepare, "resize_size", "the side of the stored square images", default=256)
+    cli.add_config_flag(prepare, "num_workers", "here: the decoding processes", default_text="the usable CPUs")
+    for p in (check, fetch, prepare):
+        cli.add_quiet(p)
     return parser
 
 
@@ -83,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def data(args: argparse.Namespace) -> int:
     """The command's work: check the data root, or fetch a dataset and check it."""
-    from ssot.data.benchmarks import resolve_data_root
     from ssot.data.check import DEFAULT_SAMPLE
     from ssot.data.fetch import fetch_dataset
+    from ssot.data.layouts import resolve_data_root
 
     if args.command == "check":
         root = resolve_data_root(args.data_root)
@@ -94,8 +90,8 @@ def data(args: argparse.Namespace) -> int:
         return _prepare(args)
     root = Path(args.data_root).expanduser() if args.data_root else resolve_data_root(None)
     fetch_dataset(args.dataset, root, archive_paths=args.archive, mirror=args.mirror, sha256=args.sha256,
-                  progress=not args.no_progress, keep_download=args.keep_download)
-    return cli.EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=False)
+                  progress=not args.quiet, keep_download=args.keep_download)
+    return cli.EXIT_OK if args.no_check else _run_check(root, [args.dataset], DEFAULT_SAMPLE, quiet=args.quiet)
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -105,9 +101,9 @@ def _prepare(args: argparse.Namespace) -> int:
     from ssot.data.decoded import open_cache, prepare
 
     start = time.perf_counter()
-    workers = usable_workers(64) if args.workers is None else args.workers
+    workers = usable_workers(64) if args.num_workers is None else args.num_workers
     out = prepare(args.task, args.data_root, args.out, resize_size=args.resize_size, workers=workers,
-                  progress=not args.no_progress)
+                  progress=not args.quiet)
     cache = open_cache(out, _task_name(args.task), args.resize_size)
     count = cache.header["count"]
     print(f"wrote {out}: {count['source']} source + {count['target']} target images, {args.resize_size}x{args.resize_size}, "

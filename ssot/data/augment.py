@@ -47,7 +47,7 @@ def crop_box(height: int, width: int, generator: torch.Generator | None = None,
     generator state gives the same box as torchvision.
     """
     area = height * width
-    log_ratio = torch.log(torch.tensor(ratio))
+    log_ratio = torch.log(torch.tensor(ratio)).tolist()  # float32 logs, as torchvision draws them
     for _ in range(10):
         target_area = area * torch.empty(1).uniform_(scale[0], scale[1], generator=generator).item()
         aspect_ratio = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=generator)).item()

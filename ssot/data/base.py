@@ -1,10 +1,13 @@
-"""The container every task builder returns, whatever the data source."""
+"""The container every task builder returns, whatever the data source (torch-free: torch's
+``Dataset`` is only named in annotations)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from torch.utils.data import Dataset
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
 
 
 @dataclass
@@ -48,6 +51,12 @@ class TaskData:
         """Source classes absent from the target (the ones PDA must filter out)."""
         shared = set(self.target_classes)
         return [k for k in range(self.num_classes) if k not in shared]
+
+
+def num_samples(ds: Dataset) -> int:
+    """The number of samples of a map-style dataset (torch's ``Dataset`` declares no ``__len__``,
+    although every dataset of a task has one)."""
+    return len(ds)  # type: ignore[arg-type]
 
 
 def usable_workers(requested: int) -> int:

@@ -29,7 +29,6 @@ keeps only the samples of the dataset's partial target classes.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,34 +40,20 @@ from torchvision import transforms as T
 
 from ssot.data.augment import IMAGENET_MEAN, IMAGENET_STD
 from ssot.data.base import TaskData
-from ssot.data.layouts import IMAGE_EXTENSIONS, Sample, find_domain_samples, load_image_list, scan_class_folders  # noqa: F401  (re-exported: the loaders' public names)
-from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
-from ssot.errors import ConfigError, DataError
-
-DATA_ROOT_ENV = "SSOT_DATA_ROOT"
-
-
-def resolve_data_root(data_root: str | Path | None) -> Path:
-    """The data root: ``data_root`` if given, else ``$SSOT_DATA_ROOT``; it must exist."""
-    if data_root is None or str(data_root) == "":
-        data_root = os.environ.get(DATA_ROOT_ENV) or None
-    if data_root is None:
-        raise DataError(f"no data root: pass --data-root DIR or set {DATA_ROOT_ENV}")
-    root = Path(data_root).expanduser()
-    if not root.is_dir():
-        raise DataError(f"data root {root} does not exist or is not a folder "
-                        f"(from --data-root or {DATA_ROOT_ENV}); point it at the folder that "
-                        "holds office31/, imageclef/, officehome/ or visda2017/")
-    return root
-
-
-def _check_all_classes(samples: list[Sample], spec: DatasetSpec, where: Path) -> None:
-    present = {label for _, label in samples}
-    missing = [c for k, c in enumerate(spec.classes) if k not in present]
-    if missing:
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise DataError(f"source domain {where} has no images for {len(missing)} of the "
-                        f"{spec.num_classes} classes ({shown}); the source needs every class")
+from ssot.data.layouts import (  # noqa: F401  (re-exported: the loaders' public names)
+    DATA_ROOT_ENV,
+    IMAGE_EXTENSIONS,
+    Sample,
+    benchmark_task,
+    find_domain_samples,
+    load_image_list,
+    load_rgb,
+    resolve_data_root,
+    scan_class_folders,
+    task_samples,
+)
+from ssot.data.registry import TaskSpec
+from ssot.errors import ConfigError
 
 
 class ImageSampleDataset(Dataset):
@@ -91,16 +76,6 @@ class ImageSampleDataset(Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         path, label = self.samples[index]
         return self.transform(load_rgb(path)), label
-
-
-def load_rgb(path: Path) -> Image.Image:
-    """Open an image as RGB; an unreadable file raises a one-line :class:`DataError`."""
-    try:
-        with Image.open(path) as image:
-            return image.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataError(f"cannot read image {path}: {reason}; remove or replace the file") from exc
 
 
 def check_sizes(image_size: int, resize_size: int) -> None:
@@ -136,36 +111,6 @@ def eval_transform(image_size: int = 224, resize_size: int = 256,
     "224x224 center crops of 256x256 resized images")."""
     resize = square_resize(resize_size) if transform == "paper" else T.Resize(resize_size)
     return T.Compose([resize, T.CenterCrop(image_size), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
-
-
-def benchmark_task(name: str) -> TaskSpec:
-    """The task called ``name``, refused (:class:`ConfigError`) unless it is a task of the image benchmarks."""
-    spec_task = task(name)
-    if not spec_task.spec.on_disk:
-        raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
-                          f"({', '.join(BENCHMARKS)}): its images are built in memory, so it needs no data root and no "
-                          f"decoded-image cache. Train on it as it is: `python -m ssot.train --task {spec_task.name}`.")
-    return spec_task
-
-
-def task_samples(spec_task: TaskSpec, data_root: str | Path | None) -> tuple[DatasetSpec, list[Sample], list[Sample]]:
-    """The dataset's spec, and the task's source samples (all classes) and target samples (the
-    partial target classes only), read from the data root.
-
-    Raises
-    ------
-    DataError : missing data root, dataset, domain, list file, class or unknown class folder.
-    """
-    root = resolve_data_root(data_root)
-    spec = DATASETS[spec_task.dataset]
-    source = find_domain_samples(root, spec, spec_task.source)
-    _check_all_classes(source, spec, root / spec.name / spec_task.source)
-    keep = set(spec.target_classes)
-    target = [s for s in find_domain_samples(root, spec, spec_task.target) if s[1] in keep]
-    if not target:
-        raise DataError(f"target domain {root / spec.name / spec_task.target} has no images of "
-                        f"the target classes ({', '.join(spec.target_class_names)})")
-    return spec, source, target
 
 
 def build_benchmark_task(name: str, data_root: str | Path | None = None, *,

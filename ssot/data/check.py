@@ -32,8 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ssot.data.benchmarks import load_rgb
-from ssot.data.layouts import Sample, dataset_bases, find_domain_samples, locate_domain
+from ssot.data.layouts import Sample, dataset_bases, find_domain_samples, load_rgb, locate_domain
 from ssot.data.registry import BENCHMARKS, DATASETS, TASKS
 from ssot.errors import ConfigError, DataError
 

@@ -59,11 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch.utils.data import Dataset
 
-from ssot.data import augment
-from ssot.data.base import TaskData
 from ssot.errors import DataError, SSOTError
 
 FORMAT = 2
@@ -110,7 +106,7 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     out : the cache file (default :func:`default_path`), ending in :data:`SUFFIX`; it must not
         exist, nor be one of the task's images.
     resize_size : the side of the stored square images (the config's ``resize_size``).
-    workers : processes decoding in parallel.
+    workers : processes decoding in parallel (0 or 1: this process decodes).
     progress : a progress bar.
 
     Raises
@@ -120,13 +116,13 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     SSOTError : ``out`` exists or cannot be written.
     """
     from ssot.cli import check_output
-    from ssot.data.benchmarks import benchmark_task, resolve_data_root, task_samples
+    from ssot.data.layouts import benchmark_task, resolve_data_root, task_samples
 
     spec_task = benchmark_task(task)
     if not isinstance(resize_size, int) or resize_size < 1:
         raise SSOTError(f"The '--resize-size' argument must be an int >= 1. Got {resize_size!r} instead.")
-    if not isinstance(workers, int) or workers < 1:
-        raise SSOTError(f"The '--workers' argument must be an int >= 1 (decoding processes). Got {workers!r} instead.")
+    if not isinstance(workers, int) or workers < 0:
+        raise SSOTError(f"The '--num-workers' argument must be an int >= 0 (decoding processes). Got {workers!r} instead.")
     root = resolve_data_root(data_root)
     out = Path(out).expanduser() if out else default_path(spec_task.name, root, resize_size)
     if out.suffix != SUFFIX:  # e.g. a .jpg in an image folder: the next listing of the data would read it as an image
@@ -371,70 +367,3 @@ def pixels_checksum(path: str | Path, offset: int) -> str:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-class DecodedImages(Dataset):
-    """One side of a cache with its transform: training (random resized crop + flip, or the
-    ``paper`` centre crop) or evaluation (centre crop).
-
-    The trainer reads it by batches (:meth:`gather`, then :meth:`to_input` on the device); item
-    ``i`` (``ds[i]``) applies the same transform to one image on the CPU (random draws from
-    torch's global generator, like the JPEG transforms).
-    """
-
-    def __init__(self, cache: DecodedCache, side: str, *, train: bool, image_size: int, transform: str):
-        self.cache = cache
-        self.images, self.targets = cache.side(side)
-        self.labels = torch.tensor(self.targets, dtype=torch.long)
-        self.train, self.image_size, self.transform_name = train, image_size, transform
-
-    def __len__(self) -> int:
-        return len(self.targets)
-
-    def __repr__(self) -> str:
-        how = "random resized crop + flip" if self.train and self.transform_name == "default" else "centre crop"
-        return (f"DecodedImages({self.cache.path.name}, {len(self)} images {self.cache.size}x{self.cache.size}, "
-                f"{how} {self.image_size}, transform={self.transform_name!r})")
-
-    @property
-    def transform(self) -> str:
-        """What is done to each image (the provenance of a feature cache built from it)."""
-        return repr(self)
-
-    def gather(self, positions: torch.Tensor, *, pin: bool = False) -> torch.Tensor:
-        """The uint8 pixels ``(B, S, S, 3)`` of the images at ``positions`` (a CPU tensor),
-        in page-locked memory when ``pin`` (for an asynchronous copy to the GPU)."""
-        index = positions.numpy()
-        s = self.cache.size
-        out = torch.empty((len(index), s, s, 3), dtype=torch.uint8, pin_memory=pin)
-        np.take(self.images, index, axis=0, out=out.numpy())
-        return out
-
-    def to_input(self, images: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The network's input ``(B, 3, s, s)`` float32 from uint8 ``images`` on any device; the
-        random draws (training, ``default``) come from ``generator``."""
-        if self.train:
-            return augment.train_batch(images, self.image_size, self.transform_name, generator)
-        return augment.eval_batch(images, self.image_size)
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        images = torch.from_numpy(np.array(self.images[index : index + 1]))
-        return self.to_input(images)[0], self.targets[index]
-
-
-def load_decoded_task(path: str | Path, task: str, *, image_size: int = 224, resize_size: int = 256,
-                      transform: str = "default") -> TaskData:
-    """The :class:`TaskData` of a cache (:func:`open_cache`'s checks), each side twice: with the
-    training and with the evaluation transform."""
-    from ssot.data.benchmarks import check_sizes
-
-    check_sizes(image_size, resize_size)
-    cache = open_cache(path, task, resize_size)
-    h = cache.header
-
-    def side(name: str, train: bool) -> DecodedImages:
-        return DecodedImages(cache, name, train=train, image_size=image_size, transform=transform)
-
-    return TaskData(name=h["task"], source=side("source", True), source_eval=side("source", False),
-                    target=side("target", True), target_eval=side("target", False), class_names=list(h["class_names"]),
-                    target_classes=sorted(h["target_classes"]), input_shape=(3, image_size, image_size))

@@ -15,8 +15,10 @@ real but leaves the classes recognisable, so adaptation has something to recover
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision.transforms.functional as TF
@@ -43,6 +45,17 @@ def shift(images: torch.Tensor) -> torch.Tensor:
     out = TF.rotate(images, ROTATION_DEG, interpolation=TF.InterpolationMode.BILINEAR)
     out = TF.gaussian_blur(out, kernel_size=BLUR_KERNEL, sigma=BLUR_SIGMA)
     return (0.5 + CONTRAST_GAIN * (out - 0.5)).clamp(0.0, 1.0)
+
+
+def checksum(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over the bytes of the arrays, in sorted key order (dtype and shape included): the
+    check of the embedded domains' arrays (:mod:`ssot.data.printed`, :mod:`ssot.data.shifted`)."""
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        h.update(f"{key}:{a.dtype}:{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def split_digits() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

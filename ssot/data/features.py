@@ -23,9 +23,10 @@ evaluation uses the eval features. Format-1 caches (no ``format`` key) still loa
 
 Training on a cache skips the backbone entirely (only bottleneck, classifier and potential train),
 which is what makes large hyperparameter searches cheap. The cache's *encoder stage*
-(:data:`ENCODERS`, :func:`encoder_stage`) says which network encoded it; training on a cache of an
-untrained encoder is refused (:func:`check_screenable`): its screen ranks configs by noise. :func:`save_feature_cache` writes one,
-atomically (a temporary file renamed into place), with the checksum of its contents.
+(:mod:`ssot.data.encoder_stages`) says which network encoded it; training on a cache of an
+untrained encoder is refused (:func:`~ssot.data.encoder_stages.check_screenable`): its screen
+ranks configs by noise. :func:`save_feature_cache` writes one, atomically (a temporary file
+renamed into place), with the checksum of its contents.
 
 Every opening of a cache (:func:`read_feature_cache`: once per process that trains on it, e.g.
 once per worker of a search, never per epoch) loads it safely (tensors and plain types only),
@@ -50,6 +51,7 @@ import torch
 from torch.utils.data import Dataset, TensorDataset
 
 from ssot.data.base import TaskData
+from ssot.data.encoder_stages import check_screenable, encoder_stage
 from ssot.data.safe_load import load_dict
 from ssot.errors import DataError
 
@@ -58,12 +60,6 @@ FORMAT = 2
 #: :func:`save_feature_cache` and verified by :func:`read_feature_cache`.
 CHECKSUM_KEY = "sha256"
 _KEYS = ("task", "class_names", "target_classes", "source", "target")
-#: The encoder stages of a cache: the source-pretrained backbone of the task and seed (the
-#: default of ``python -m ssot.features``), ImageNet weights only, or a random initialisation.
-ENCODERS: tuple[str, ...] = ("pretrained", "imagenet", "untrained")
-#: The stage of a cache whose features were not encoded by one of our backbones (a format-1 cache,
-#: or features the user brought): accepted as they are.
-UNKNOWN_ENCODER = "unknown"
 
 
 def hash_tensor(digest: Any, name: str, tensor: torch.Tensor) -> None:
@@ -277,39 +273,13 @@ def check_cache(blob: dict[str, Any], path: str | Path, task: str, backbone: str
                         f"Rebuild it with --backbone {backbone}.")
 
 
-def encoder_stage(blob: dict[str, Any]) -> str:
-    """The encoder stage of a cache (:data:`ENCODERS`, or :data:`UNKNOWN_ENCODER`).
-
-    Caches written before the stages were recorded are inferred: the digits CNN was never
-    pretrained, so ``digits_cnn`` is ``untrained``; ``resnet50`` is ``imagenet`` when built with
-    its ImageNet weights (``pretrained`` true), else ``untrained``; a cache without a
-    ``backbone`` (format 1, or user-made features) is ``unknown``.
-    """
-    if blob.get("encoder") in ENCODERS:
-        return str(blob["encoder"])
-    backbone = blob.get("backbone")
-    if backbone == "digits_cnn":
-        return "untrained"
-    if backbone == "resnet50":
-        return "imagenet" if blob.get("pretrained") else "untrained"
-    return UNKNOWN_ENCODER
-
-
 def cache_provenance(path: str | Path) -> dict[str, Any]:
     """What a search records about the cache it screens on: its path, encoder stage
-    (:func:`encoder_stage`), backbone, seed (of the pretraining, for ``pretrained``) and the
-    checksum of the encoder's weights."""
+    (:func:`~ssot.data.encoder_stages.encoder_stage`), backbone, seed (of the pretraining, for
+    ``pretrained``) and the checksum of the encoder's weights."""
     blob = read_feature_cache(path)
     return {"path": str(path), "encoder": encoder_stage(blob), "backbone": blob.get("backbone"), "seed": blob.get("seed"),
             "weights_sha256": blob.get("weights_sha256")}
-
-
-def check_screenable(blob: dict[str, Any], path: str | Path) -> None:
-    """Refuse, in one line naming the fix, a cache encoded by an untrained backbone."""
-    if encoder_stage(blob) == "untrained":
-        raise DataError(f"Feature cache {path} was encoded by an untrained {blob.get('backbone', 'backbone')}: configs screened "
-                        f"on it are ranked by noise. Rebuild it from the source-pretrained backbone: "
-                        f"`python -m ssot.features --task {blob['task']} --out NEW.pt` (the default --encoder pretrained).")
 
 
 class FeatureViews(Dataset):
@@ -336,7 +306,7 @@ class FeatureViews(Dataset):
         return self.views[v, index], self.labels[index]
 
 
-def seed_views(ds: Dataset, seed: int) -> None:
+def seed_views(ds: Dataset | None, seed: int) -> None:
     """Give the :class:`FeatureViews` under ``ds`` (itself, or wrapped by datasets that expose
     ``.dataset``, such as ``Subset``) a generator of its own seeded with ``seed``; other datasets
     are left alone."""
@@ -359,7 +329,7 @@ def load_feature_task(path: str | Path, task: str, backbone: str | None = None, 
     """Load a feature cache as a :class:`TaskData` (eval features for evaluation; augmented
     views, when the cache has them, for training).
 
-    A cache of an untrained encoder is refused (:func:`check_screenable`) unless
+    A cache of an untrained encoder is refused (:func:`~ssot.data.encoder_stages.check_screenable`) unless
     ``untrained_ok`` (library use only: a measurement comparing encoder stages).
     """
     blob = read_feature_cache(path)

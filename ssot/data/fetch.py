@@ -341,6 +341,7 @@ def fetch_dataset(dataset: str, root: Path, *, archive_paths: list[Path] | None 
     for arch, path, url in plan:
         downloaded = path is None
         if path is None:
+            assert url is not None, "an archive without a file is planned with its download URL"
             target = root / DOWNLOADS_DIR / arch.filename
             if not target.is_file():
                 say(f"{dataset}: downloading {url}")

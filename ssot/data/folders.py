@@ -15,9 +15,9 @@ from typing import Any
 
 from ssot.data.base import TaskData
 from ssot.data.benchmarks import ImageSampleDataset, check_sizes, eval_transform, train_transform
-from ssot.data.layouts import IMAGE_EXTENSIONS
+from ssot.data.layouts import IMAGE_EXTENSIONS, custom_folder
 from ssot.data.registry import TaskSpec
-from ssot.errors import ConfigError, DataError
+from ssot.errors import DataError
 
 UNLABELED = -1
 
@@ -28,16 +28,6 @@ def _images(folder: Path) -> list[Path]:
 
 def _class_dirs(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def _folder(path: str | None, flag: str) -> Path:
-    if not path:
-        raise ConfigError(f"The task 'custom' needs {flag} DIR (a folder of images). Pass {flag}.")
-    folder = Path(path).expanduser()
-    if not folder.is_dir():
-        raise DataError(f"{flag} {folder} is not a folder; pass a folder of class sub-folders" +
-                        (" or of unlabeled images." if flag == "--target" else "."))
-    return folder
 
 
 def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_size: int = 224,
@@ -51,7 +41,7 @@ def build_custom_task(source_dir: str | None, target_dir: str | None, *, image_s
         folder is not a source class.
     """
     check_sizes(image_size, resize_size)
-    src, tgt = _folder(source_dir, "--source"), _folder(target_dir, "--target")
+    src, tgt = custom_folder(source_dir, "--source"), custom_folder(target_dir, "--target")
     classes = [d.name for d in _class_dirs(src)]
     if not classes:
         raise DataError(f"--source {src} has no class sub-folders; put each class's images in DIR/<class>/.")

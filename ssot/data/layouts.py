@@ -30,15 +30,27 @@ Image-list files are used instead of a folder scan when one exists (searched in 
 folder of either layout. VisDA-2017's ``<split>/image_list.txt`` is *not* used for loading (the
 class folders name the labels unambiguously); ``python -m ssot.data check`` compares its length
 with the images found.
+
+Nothing here loads torch: a task's samples (:func:`task_samples`), the checks of its folders and
+the opening of one image (:func:`load_rgb`, PIL) serve the data check, ``prepare`` and every
+command's refusal of missing data before torch is imported; the torch datasets over the samples
+are :mod:`ssot.data.benchmarks`'.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ssot.data.registry import DatasetSpec
-from ssot.errors import DataError
+from ssot.data.registry import BENCHMARKS, DATASETS, DatasetSpec, TaskSpec, task
+from ssot.errors import ConfigError, DataError
 
+if TYPE_CHECKING:
+    import PIL.Image
+
+#: The environment variable of the data root (``--data-root`` overrides it).
+DATA_ROOT_ENV = "SSOT_DATA_ROOT"
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp"})
 
 Sample = tuple[Path, int]
@@ -51,6 +63,20 @@ class DomainLocation:
     base: Path
     list_file: Path | None
     class_root: Path | None
+
+
+def resolve_data_root(data_root: str | Path | None) -> Path:
+    """The data root: ``data_root`` if given, else ``$SSOT_DATA_ROOT``; it must exist."""
+    if data_root is None or str(data_root) == "":
+        data_root = os.environ.get(DATA_ROOT_ENV) or None
+    if data_root is None:
+        raise DataError(f"no data root: pass --data-root DIR or set {DATA_ROOT_ENV}")
+    root = Path(data_root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"data root {root} does not exist or is not a folder "
+                        f"(from --data-root or {DATA_ROOT_ENV}); point it at the folder that "
+                        "holds office31/, imageclef/, officehome/ or visda2017/")
+    return root
 
 
 def dataset_bases(root: Path, spec: DatasetSpec) -> list[Path]:
@@ -164,6 +190,46 @@ def scan_class_folders(domain_dir: Path, spec: DatasetSpec) -> list[Sample]:
     return samples
 
 
+def domain_location(root: Path, spec: DatasetSpec, folder: str) -> DomainLocation:
+    """Where domain ``folder`` of ``spec`` is (:func:`locate_domain`); a missing dataset, domain
+    folder or required list file is refused (:func:`missing_error`)."""
+    if not dataset_bases(root, spec):
+        raise missing_error(spec, root / spec.name, root, folder)
+    where = locate_domain(root, spec, folder)
+    if where is None:
+        expected = (root / spec.name / "list" / f"{folder}List.txt" if spec.list_required
+                    else root / spec.name / folder / spec.image_subdir)
+        raise missing_error(spec, expected, root, folder)
+    return where
+
+
+def check_benchmark(spec_task: TaskSpec, config: Any) -> None:
+    """The registry's check of a benchmark task (no torch, no image opened): the data root and the
+    source and target domains exist, in either layout; what only reading them finds (a missing
+    class, an unreadable image) is refused when the task is built."""
+    root = resolve_data_root(config.data_root)
+    for folder in (spec_task.source, spec_task.target):
+        domain_location(root, DATASETS[spec_task.dataset], folder)
+
+
+def custom_folder(path: str | None, flag: str) -> Path:
+    """The folder of a ``custom`` task's side (``flag``: ``--source`` or ``--target``), refused when
+    not given or not a folder."""
+    if not path:
+        raise ConfigError(f"The task 'custom' needs {flag} DIR (a folder of images). Pass {flag}.")
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise DataError(f"{flag} {folder} is not a folder; pass a folder of class sub-folders" +
+                        (" or of unlabeled images." if flag == "--target" else "."))
+    return folder
+
+
+def check_folders(spec_task: TaskSpec, config: Any) -> None:
+    """The registry's check of the ``custom`` task (no torch): both folders are given and exist."""
+    custom_folder(config.source_dir, "--source")
+    custom_folder(config.target_dir, "--target")
+
+
 def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Sample]:
     """Every sample of one domain (all classes), from its list file or its class folders.
 
@@ -172,19 +238,66 @@ def find_domain_samples(root: Path, spec: DatasetSpec, folder: str) -> list[Samp
     DataError : the dataset folder, domain folder or required list file is missing, or the
         domain holds no image.
     """
-    if not dataset_bases(root, spec):
-        raise missing_error(spec, root / spec.name, root, folder)
-    where = locate_domain(root, spec, folder)
-    if where is None:
-        expected = (root / spec.name / "list" / f"{folder}List.txt" if spec.list_required
-                    else root / spec.name / folder / spec.image_subdir)
-        raise missing_error(spec, expected, root, folder)
+    where = domain_location(root, spec, folder)
     if where.list_file is not None:
         samples = load_image_list(where.list_file, where.base, spec.num_classes)
         origin = where.list_file
     else:
+        assert where.class_root is not None, "a domain is located by its list file or its class folders"
         samples, origin = scan_class_folders(where.class_root, spec), where.class_root
     if not samples:
         raise DataError(f"no images in {origin}; expected layout "
                         f"{root}/{spec.describe_layout(folder)}")
     return samples
+
+
+def _check_all_classes(samples: list[Sample], spec: DatasetSpec, where: Path) -> None:
+    present = {label for _, label in samples}
+    missing = [c for k, c in enumerate(spec.classes) if k not in present]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise DataError(f"source domain {where} has no images for {len(missing)} of the "
+                        f"{spec.num_classes} classes ({shown}); the source needs every class")
+
+
+def benchmark_task(name: str) -> TaskSpec:
+    """The task called ``name``, refused (:class:`ConfigError`) unless it is a task of the image benchmarks."""
+    spec_task = task(name)
+    if not spec_task.spec.on_disk:
+        raise ConfigError(f"Task {spec_task.name!r} is not a task of the paper's image benchmarks "
+                          f"({', '.join(BENCHMARKS)}): its images are built in memory, so it needs no data root and no "
+                          f"decoded-image cache. Train on it as it is: `python -m ssot.train --task {spec_task.name}`.")
+    return spec_task
+
+
+def task_samples(spec_task: TaskSpec, data_root: str | Path | None) -> tuple[DatasetSpec, list[Sample], list[Sample]]:
+    """The dataset's spec, and the task's source samples (all classes) and target samples (the
+    partial target classes only), read from the data root.
+
+    Raises
+    ------
+    DataError : missing data root, dataset, domain, list file, class or unknown class folder.
+    """
+    root = resolve_data_root(data_root)
+    spec = DATASETS[spec_task.dataset]
+    source = find_domain_samples(root, spec, spec_task.source)
+    _check_all_classes(source, spec, root / spec.name / spec_task.source)
+    keep = set(spec.target_classes)
+    target = [s for s in find_domain_samples(root, spec, spec_task.target) if s[1] in keep]
+    if not target:
+        raise DataError(f"target domain {root / spec.name / spec_task.target} has no images of "
+                        f"the target classes ({', '.join(spec.target_class_names)})")
+    return spec, source, target
+
+
+def load_rgb(path: Path) -> PIL.Image.Image:
+    """Open an image as RGB; an unreadable file raises a one-line :class:`DataError`. (PIL is
+    imported here: finding a task's images needs no image library.)"""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataError(f"cannot read image {path}: {reason}; remove or replace the file") from exc

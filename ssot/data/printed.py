@@ -42,11 +42,15 @@ domain's labels and evaluated on the same held-out target: ``H2H`` (handwritten 
 printed half B; the ceiling of ``H2P``). Run them with ``--epochs 0``: the source-only model
 *is* the reference. The registry's dataset ``embedded`` (:mod:`ssot.data.registry`) holds these
 tasks, and ``python tune/search.py --task embedded`` searches ``digits``, ``P2H`` and ``H2P``.
+
+A third domain of the same digits, **shifted** (``S``, :mod:`ssot.data.shifted`), makes the
+dataset ``embedded3``: ``P2H``, ``H2P``, ``P2S``, ``S2P``, ``H2S``, ``S2H`` (references ``H2H``,
+``P2P``, ``S2S``: the reference of ``X2Y`` is ``Y2Y``), built here by the same function, with the
+same halves (source: half A; target: half B, classes 0-4).
 """
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -56,7 +60,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 from ssot.data.base import TaskData
-from ssot.data.digits import SIZE, split_digits, upsample
+from ssot.data.digits import SIZE, checksum, split_digits, upsample
 from ssot.data.registry import DATASETS, TaskSpec, task
 
 #: The faces used, file names inside ``matplotlib.get_data_path()/fonts/ttf``.
@@ -113,7 +117,7 @@ def _render_one(font, digit: int, rng: np.random.Generator) -> np.ndarray:
     h, w = img.shape
     scale = side / max(h, w)
     nh, nw = max(1, round(h * scale)), max(1, round(w * scale))
-    small = np.asarray(Image.fromarray(img).resize((nw, nh), Image.BOX), dtype=np.uint8)
+    small = np.asarray(Image.fromarray(img).resize((nw, nh), Image.Resampling.BOX), dtype=np.uint8)
     canvas = np.zeros((32, 32), dtype=np.uint8)
     top, left = int(rng.integers(0, 33 - nh)), int(rng.integers(0, 33 - nw))
     canvas[top:top + nh, left:left + nw] = small
@@ -140,16 +144,6 @@ def render_printed(seed: int, per_class: int = PER_CLASS) -> tuple[np.ndarray, n
             images[d * per_class + i] = _render_one(fonts[int(rng.integers(len(fonts)))], d, rng)
     labels = np.repeat(np.arange(10, dtype=np.uint8), per_class)
     return images, labels
-
-
-def checksum(arrays: dict[str, np.ndarray]) -> str:
-    """sha256 over the bytes of the arrays, in sorted key order (dtype and shape included)."""
-    h = hashlib.sha256()
-    for key in sorted(arrays):
-        a = np.ascontiguousarray(arrays[key])
-        h.update(f"{key}:{a.dtype}:{a.shape};".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 def _cache_file() -> Path | None:
@@ -203,21 +197,26 @@ def _only(x: torch.Tensor, y: torch.Tensor, classes: list[int]) -> tuple[torch.T
 
 
 def build_printed_task(name: str) -> TaskData:
-    """A task of the registry's ``embedded`` dataset (``P2H``, ``H2P``, or a reference ``H2H``/``P2P``)."""
+    """A task of the registry's ``embedded`` dataset (``P2H``, ``H2P``, or a reference ``H2H``/``P2P``)
+    or of ``embedded3`` (a task with the shifted domain ``S``, :mod:`ssot.data.shifted`, or ``S2S``)."""
+    from ssot.data.shifted import shifted_half
+
     spec_task = task(name)
-    halves = {"printed": _printed_half, "handwritten": _handwritten_half}  # the domains of the embedded spec
+    # the domains of the embedded and embedded3 specs
+    halves = {"printed": _printed_half, "handwritten": _handwritten_half, "shifted": shifted_half}
     if {spec_task.source, spec_task.target} - set(halves):
-        raise ValueError(f"Unknown printed-digits task {name!r}. Valid tasks: {', '.join(DATASETS['embedded'].tasks)}.")
+        raise ValueError(f"Unknown printed-digits task {name!r}. Valid tasks: "
+                         f"{', '.join(DATASETS['embedded'].tasks + DATASETS['embedded3'].tasks)}.")
     xs, ys = halves[spec_task.source]("A")
     if spec_task.reference_of is not None:  # target-supervised: the source holds the target's classes only
         xs, ys = _only(xs, ys, TARGET_CLASSES)
     xt, yt = _only(*halves[spec_task.target]("B"), TARGET_CLASSES)
     source, target = TensorDataset(xs, ys), TensorDataset(xt, yt)
     return TaskData(name=spec_task.name, source=source, source_eval=source, target=target, target_eval=target,
-                    class_names=list(DATASETS["embedded"].classes), target_classes=list(TARGET_CLASSES),
+                    class_names=list(spec_task.spec.classes), target_classes=list(TARGET_CLASSES),
                     input_shape=(1, SIZE, SIZE))
 
 
 def from_config(spec_task: TaskSpec, config: Any) -> TaskData:
-    """The registry's builder of the ``embedded`` dataset."""
+    """The registry's builder of the ``embedded`` and ``embedded3`` datasets."""
     return build_printed_task(spec_task.name)

@@ -22,6 +22,13 @@ Datasets, in the order of :data:`DATASETS` (and of :data:`TASKS`)
     printed <-> handwritten digits (:mod:`ssot.data.printed`): ``P2H``, ``H2P`` and their
     target-supervised references ``H2H``, ``P2P``; ``--task embedded`` searches ``digits``,
     ``P2H`` and ``H2P``.
+``embedded3``
+    the three domains printed (``P``), handwritten (``H``) and shifted handwritten (``S``,
+    :mod:`ssot.data.shifted`) of the same digits, like Office-31's A/D/W: ``--task embedded3``
+    searches its six tasks ``P2H``, ``H2P``, ``P2S``, ``S2P``, ``H2S``, ``S2H``. It holds the four
+    tasks with ``S`` and the reference ``S2S``; ``P2H`` and ``H2P`` (and ``H2H``, ``P2P``) stay the
+    ``embedded`` dataset's, unchanged. The target-supervised reference of ``X2Y`` is ``Y2Y``
+    (:func:`reference_task`).
 ``custom``
     two image folders of the user's own (``--source``, ``--target``; :mod:`ssot.data.folders`).
 """
@@ -33,10 +40,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ssot.errors import ConfigError
+from ssot.errors import ConfigError, did_you_mean
 
 __all__ = ["Archive", "DatasetSpec", "TaskSpec", "DATASETS", "BENCHMARKS", "TASKS", "task", "task_names",
-           "tasks_of", "searched_tasks", "dataset_of", "task_defaults", "build_function"]
+           "tasks_of", "searched_tasks", "search_tasks", "dataset_of", "task_defaults", "default_variants",
+           "build_function", "check_function", "reference_task"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,9 @@ class DatasetSpec:
     target_class_names : the classes kept in the (partial) target domain.
     tasks : its tasks, in order (each ``<source letter>2<target letter>``, or a single name).
     builder : ``"module:function"`` building a task of it from a config (imported on use).
+    checker : ``"module:function"`` finding, without loading torch or opening an image, the data a
+        task of it reads from a config (``""``: built in memory, nothing to find): a missing data
+        root, dataset, domain or folder is refused before anything starts (:func:`check_function`).
     defaults : config defaults of every task of it (:meth:`ssot.config.SSOTConfig.for_task`).
     task_defaults : task -> further defaults of that task.
     references : target-supervised reference task -> the task whose ceiling it measures.
@@ -95,6 +106,7 @@ class DatasetSpec:
     target_class_names: tuple[str, ...]
     tasks: tuple[str, ...]
     builder: str
+    checker: str = ""
     url: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     task_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -167,6 +179,7 @@ _VISDA = "http://csr.bu.edu/ftp/visda17/clf/"
 _IMAGE_DEFAULTS = MappingProxyType({"backbone": "resnet50", "bottleneck_dims": (1024, 512), "epochs": 20,
                                     "pretrain_epochs": 5, "num_workers": 4})
 _BENCHMARK = "ssot.data.benchmarks:from_config"
+_BENCHMARK_CHECK = "ssot.data.layouts:check_benchmark"
 
 DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec(
@@ -180,7 +193,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         classes=tuple(sorted(_OFFICE31_CLASSES)),
         target_class_names=("back_pack", "bike", "calculator", "headphones", "keyboard",
                             "laptop_computer", "monitor", "mouse", "mug", "projector"),
-        tasks=("A2W", "D2W", "W2D", "A2D", "D2A", "W2A"), builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True,
+        tasks=("A2W", "D2W", "W2D", "A2D", "D2A", "W2A"), builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True,
         image_subdir="images", layout="{domain}/images/<class>/*.jpg", released_top="domain_adaptation_images",
         published_counts={"amazon": 2817, "dslr": 498, "webcam": 795},
         archives=(Archive("domain_adaptation_images.tar.gz", None,
@@ -190,7 +203,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         name="imageclef", title="ImageCLEF-DA", url="https://www.imageclef.org/2014/adaptation",
         domains={"C": "c", "I": "i", "P": "p"},
         classes=tuple(sorted(_IMAGECLEF_CLASSES)), target_class_names=tuple(sorted(_IMAGECLEF_CLASSES)[:6]),
-        tasks=("I2P", "P2I", "I2C", "C2I", "C2P", "P2C"), builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True,
+        tasks=("I2P", "P2I", "I2C", "C2I", "C2P", "P2C"), builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True,
         layout="{domain}/*.jpg with imageclef/list/{domain}List.txt", list_required=True, released_top="image_CLEF",
         published_counts={"c": 600, "i": 600, "p": 600}, published_per_class=50,
         archives=(Archive("image_CLEF.zip", None, "https://www.imageclef.org/2014/adaptation (the image_CLEF.zip "
@@ -201,7 +214,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         domains={"Ar": "Art", "Cl": "Clipart", "Pr": "Product", "Rw": "Real_World"},
         classes=tuple(sorted(_OFFICEHOME_CLASSES)), target_class_names=tuple(sorted(_OFFICEHOME_CLASSES)[:25]),
         tasks=tuple(f"{s}2{t}" for s in ("Ar", "Cl", "Pr", "Rw") for t in ("Ar", "Cl", "Pr", "Rw") if s != t),
-        builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True, released_top="OfficeHomeDataset_10072016",
+        builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True, released_top="OfficeHomeDataset_10072016",
         released_folders={"Real_World": "Real World"},
         published_counts={"Art": 2427, "Clipart": 4365, "Product": 4439, "Real_World": 4357},
         archives=(Archive("OfficeHomeDataset_10072016.zip", None,
@@ -211,7 +224,7 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         name="visda2017", title="VisDA-2017", url="https://github.com/VisionLearningGroup/taskcv-2017-public",
         domains={"S": "train", "R": "validation"},
         classes=tuple(sorted(_VISDA_CLASSES)), target_class_names=tuple(sorted(_VISDA_CLASSES)[:6]),
-        tasks=("S2R", "R2S"), builder=_BENCHMARK, defaults=_IMAGE_DEFAULTS, on_disk=True, layout="{domain}/<class>/*",
+        tasks=("S2R", "R2S"), builder=_BENCHMARK, checker=_BENCHMARK_CHECK, defaults=_IMAGE_DEFAULTS, on_disk=True, layout="{domain}/<class>/*",
         published_counts={"train": 152_397, "validation": 55_388},
         archives=(Archive("train.tar", _VISDA + "train.tar", _VISDA), Archive("validation.tar", _VISDA + "validation.tar", _VISDA)),
     ),
@@ -224,8 +237,17 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
         references={"H2H": "P2H", "P2P": "H2P"}, searched=("digits", "P2H", "H2P"),
     ),
     DatasetSpec(
+        name="embedded3", title="printed, handwritten and shifted handwritten digits (embedded, three domains)",
+        domains={"P": "printed", "H": "handwritten", "S": "shifted"}, classes=_DIGITS, target_class_names=_DIGITS[:5],
+        # P2H, H2P, H2H and P2P are the embedded dataset's (unchanged); this one adds the domain S
+        tasks=("P2S", "S2P", "H2S", "S2H", "S2S"), builder="ssot.data.printed:from_config", image_pixels=8,
+        task_defaults={"P2S": {"iters_per_epoch": 28}},  # 1800 printed sources, as P2H
+        references={"S2S": "P2S"}, searched=("P2H", "H2P", "P2S", "S2P", "H2S", "S2H"),
+    ),
+    DatasetSpec(
         name="custom", title="custom (--source and --target folders)", domains={}, classes=(), target_class_names=(),
-        tasks=("custom",), builder="ssot.data.folders:from_config", defaults=_IMAGE_DEFAULTS,
+        tasks=("custom",), builder="ssot.data.folders:from_config", checker="ssot.data.layouts:check_folders",
+        defaults=_IMAGE_DEFAULTS,
     ),
 )}
 #: The paper's four image benchmarks, read from the data root.
@@ -261,14 +283,15 @@ def task(name: str) -> TaskSpec:
     """
     found = _BY_LOWER.get(str(name).lower())
     if found is None:
-        raise ConfigError(f"Unknown task {name!r}. Valid tasks: {', '.join(TASKS)}.")
+        raise ConfigError(f"Unknown task {name!r}.{did_you_mean(name, TASKS)} Valid tasks: {', '.join(TASKS)}.")
     return found
 
 
 def tasks_of(dataset_name: str) -> list[str]:
     """Names of the tasks of one dataset, e.g. ``tasks_of("visda2017") == ["S2R", "R2S"]``."""
     if dataset_name not in DATASETS:
-        raise ConfigError(f"Unknown dataset {dataset_name!r}. Valid datasets: {', '.join(DATASETS)}.")
+        raise ConfigError(f"Unknown dataset {dataset_name!r}.{did_you_mean(dataset_name, DATASETS)} Valid datasets: "
+                          f"{', '.join(DATASETS)}.")
     return list(DATASETS[dataset_name].tasks)
 
 
@@ -282,6 +305,24 @@ def searched_tasks(name: str) -> list[str] | None:
     return list(spec.searched if spec.searched is not None else spec.tasks)
 
 
+def search_tasks(name: str) -> list[str]:
+    """The tasks a search of ``--task name`` runs: a dataset's (:func:`searched_tasks`), or the task
+    ``name`` itself.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither a task nor a dataset, naming the closest of both and every valid one.
+    """
+    tasks = searched_tasks(name)
+    if tasks is not None:
+        return tasks
+    if str(name).lower() not in _BY_LOWER:
+        raise ConfigError(f"Unknown task or dataset {name!r}.{did_you_mean(name, [*TASKS, *DATASETS])} Valid tasks: "
+                          f"{', '.join(TASKS)}; datasets: {', '.join(n for n in DATASETS if searched_tasks(n))}.")
+    return [name]
+
+
 def dataset_of(task_name: str) -> str:
     """The dataset a task belongs to (``""`` for an unknown name)."""
     found = _BY_LOWER.get(str(task_name).lower())
@@ -292,6 +333,44 @@ def task_defaults(name: str) -> dict[str, Any]:
     """The config defaults of task ``name``: its dataset's, then its own (raises for an unknown task)."""
     found = task(name)
     return {**found.spec.defaults, **found.spec.task_defaults.get(found.name, {})}
+
+
+def default_variants(field: str) -> list[tuple[Any, str]]:
+    """The defaults that datasets and tasks give config field ``field`` over the config's own
+    (:func:`task_defaults`), each with who gives it: ``[(20, "image tasks")]`` for ``epochs``,
+    ``[(28, "P2H, P2P")]`` for ``iters_per_epoch`` (the help of the field's flag shows them)."""
+    found: dict[str, tuple[Any, list[str]]] = {}
+    for spec in DATASETS.values():
+        given = [("image tasks" if spec.defaults is _IMAGE_DEFAULTS else spec.name, spec.defaults)]
+        given += [(name, values) for name, values in spec.task_defaults.items()]
+        for who, values in given:
+            if field in values:
+                _, names = found.setdefault(repr(values[field]), (values[field], []))
+                if who not in names:
+                    names.append(who)
+    return [(value, ", ".join(names)) for value, names in found.values()]
+
+
+def check_function(name: str) -> Callable[..., Any] | None:
+    """The function ``checker(task_spec, config)`` of task ``name``'s dataset (torch-free), or
+    ``None`` when its data is built in memory."""
+    checker = task(name).spec.checker
+    if not checker:
+        return None
+    module, _, function = checker.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def reference_task(name: str) -> str | None:
+    """The target-supervised reference (ceiling) of task ``name``: ``Y2Y`` for a task ``X2Y`` when
+    ``Y2Y`` is a reference task on the same target domain (``P2H`` -> ``H2H``, ``S2P`` -> ``P2P``;
+    ImageCLEF's ``I2P`` has none), else ``None``."""
+    found = task(name)
+    _, sep, tgt = found.name.partition("2")
+    reference = _BY_LOWER.get(f"{tgt}2{tgt}".lower()) if sep and found.reference_of is None else None
+    if reference is None or reference.reference_of is None or reference.target != found.target:
+        return None
+    return reference.name
 
 
 def build_function(name: str) -> Callable[..., Any]:

@@ -98,14 +98,14 @@ def load_dict(source: str | os.PathLike[str] | bytes, what: str, fix: str, *, ma
         One line: ``"<what> does not exist" / "is a folder" / "cannot be loaded safely (<reason>)"
         / "holds a <type>, not a dict"``, then ``fix``.
     """
-    import torch
-
-    if not isinstance(source, bytes):
+    if not isinstance(source, bytes):  # refused before torch loads
         path = Path(source)
         if path.is_dir():
             raise error(f"{what} is a folder, not a file. {fix}")
         if not path.exists():
             raise error(f"{what} does not exist. {fix}")
+    import torch
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

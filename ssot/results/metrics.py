@@ -95,8 +95,8 @@ SEARCH_METRICS: tuple[str, ...] = (DEFAULT_METRIC, *EPOCH_VALIDATORS)
 #: Search metrics that do not use target labels.
 LABEL_FREE: tuple[str, ...] = EPOCH_VALIDATORS
 #: The oracle and every validator with its direction (``experiment.json``'s ``validator_directions``).
-DIRECTIONS: dict[str, str] = {m.name: m.direction for m in METRICS
-                              if m.name == DEFAULT_METRIC or m.role == "validator"}  # type: ignore[misc]
+DIRECTIONS: dict[str, str] = {m.name: str(m.direction) for m in METRICS
+                              if m.name == DEFAULT_METRIC or m.role == "validator"}
 
 
 def metric(name: str) -> Metric:

@@ -72,12 +72,12 @@ def write_bytes(uri: str, data: bytes) -> None:
     """Write a whole file at once: readers never see half of it (a local file is written beside
     and renamed; an object store stores an object in one piece)."""
     if not is_uri(uri):
-        path = Path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        local = Path(uri)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.with_name(f".{local.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             tmp.write_bytes(data)
-            os.replace(tmp, path)
+            os.replace(tmp, local)
         except BaseException:  # a full disk: no half-written file left behind
             tmp.unlink(missing_ok=True)
             raise

@@ -13,7 +13,7 @@ import pytest
 from analysis import atlas
 from analysis.dashboard.atlas import static_names
 from ssot.results.transfer import DEFAULT_SOURCE
-from tests.fixtures import REPO
+from tests.fixtures import REPO, first_group
 from tests.fixtures.experiments import digest, write_atlas_results, write_transfer_results
 
 TASKS = ("digits", "P2H", "H2P")
@@ -42,8 +42,7 @@ def test_the_page_and_its_figures(page: Path, results: Path) -> None:
     assert not re.search(r"<script[^>]+src=", text) and len(text) > 3_000_000  # plotly.js inlined: opens offline
     for section in ("atlas-importance", "atlas-effects", "atlas-tunability", "atlas-transfer", "atlas-rungs", "atlas-coverage"):
         assert f'id="{section}"' in text, section
-    figures = json.loads(re.search(r'<script type="application/json" id="atlas-figures">(.*?)</script>', text, re.S)
-                         .group(1).replace("<\\/", "</"))
+    figures = json.loads(first_group(r'<script type="application/json" id="atlas-figures">(.*?)</script>', text, re.S).replace("<\\/", "</"))
     divs = re.findall(r'<div class="atlas-plot" id="([^"]+)"', text)
     assert sorted(divs) == sorted(figures) and len(divs) == 8  # one group: 7 figures, and the transfer matrix
     written = sorted(p.name for p in (page / "figures").iterdir())

@@ -179,6 +179,7 @@ def test_ctrl_c_while_the_dashboard_modules_load_is_one_line_and_130(tmp_path: P
             "runpy.run_path('analysis/sensitivity.py', run_name='__main__')\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None
     ready = proc.stdout.readline()
     assert ready.startswith("ready"), ready
     start = time.monotonic()

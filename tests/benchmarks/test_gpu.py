@@ -37,7 +37,7 @@ def test_script_runs_as_a_command_here():
 
 def test_the_cpu_smoke_run_goes_through_every_section_and_writes_its_table(tmp_path):
     out = tmp_path / "smoke.md"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--smoke", "--workers", "1", "--out", str(out)],
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--smoke", "--num-workers", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.read_text()

@@ -12,7 +12,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 from ssot.batches import Batches, memory_format
-from ssot.data.decoded import DecodedCache, DecodedImages
+from ssot.data.decoded import DecodedCache
+from ssot.data.decoded_images import DecodedImages
 from ssot.solvers import SampleIds
 
 

@@ -13,7 +13,6 @@ from ssot.train import main
 from ssot.validators import EPOCH_VALIDATORS
 
 
-
 def test_every_epoch_carries_every_validator(tmp_path):
     out = tmp_path / "run.json"
     assert main(["--task", "digits", "--epochs", "2", "--pretrain-epochs", "1", "--iters-per-epoch", "3", "--quiet",

@@ -80,7 +80,7 @@ def test_default_cache_encodes_with_the_source_pretrained_backbone_of_the_search
 
 
 def test_encoder_stages_of_older_caches_are_inferred():
-    from ssot.data.features import encoder_stage
+    from ssot.data.encoder_stages import encoder_stage
 
     assert encoder_stage({"backbone": "digits_cnn", "pretrained": True}) == "untrained"  # the digits CNN was never pretrained
     assert encoder_stage({"backbone": "resnet50", "pretrained": True}) == "imagenet"
@@ -147,7 +147,7 @@ def test_search_and_final_runs_on_the_cache(a2w_cache, tmp_path):
                  "--out", str(out)]) == 0
     quick = ["--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2", "--set", "batch_size=8", "--set", "eval_batch_size=64"]
     code = search_main(["--task", "A2W", "--features", str(out), "--num-samples", "2", "--epochs", "1", "--num-cpus", "2",
-                        "--storage-path", str(tmp_path / "runs"), "--verbose", "0", *quick])
+                        "--storage-path", str(tmp_path / "runs"), "--quiet", *quick])
     assert code == 0
     exp = tmp_path / "runs" / "ssot-A2W" / "A2W"
     best = json.loads((exp / "best_config.json").read_text())
@@ -179,7 +179,7 @@ def test_the_plausible_mistakes_are_refused_in_one_line_before_any_work(tmp_path
     SSOTConfig.for_task("P2H").to_json(config)
     out = str(tmp_path / "c.pt")
     cases = {
-        ("--task", "P2X", "--out", out): "Unknown task 'P2X'. Valid tasks:",
+        ("--task", "P2X", "--out", out): "Unknown task 'P2X'. Did you mean 'P2P'? Valid tasks:",
         ("--task", "P2H", "--out", str(tmp_path / "afile")): "already exists",
         ("--task", "P2H", "--out", str(tmp_path)): "is a folder, not a file",
         ("--task", "P2H", "--out", str(tmp_path / "afile" / "c.pt")): "cannot be created",

@@ -48,7 +48,7 @@ def test_existing_output_is_never_overwritten(quick_flags, tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--task", "X2Y"], "Unknown task 'X2Y'. Valid tasks: digits, A2W"),
     (["--task", "A2W"], "no data root: pass --data-root DIR or set SSOT_DATA_ROOT"),
-    (["--eps", "-1"], "The 'eps' parameter must be a float in [0, inf). Got -1.0 instead."),
+    (["--eps", "-1"], "--eps must be a float in [0, inf). Got -1.0 instead."),  # the flag typed, not the field
     (["--config", "missing.json"], "Config file missing.json does not exist"),
 ])
 def test_user_errors_are_one_line(args, message, capsys, monkeypatch):

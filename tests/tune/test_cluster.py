@@ -43,7 +43,7 @@ def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp
         args = ["--task", "digits", "--num-samples", "2", "--epochs", str(EPOCHS), "--set", "pretrain_epochs=1",
                 "--set", "iters_per_epoch=40", "--no-early-stop", "--address", cluster.address,
                 "--trial-resources", '{"worker_node": 1}', "--max-failures", "2", "--storage-path", str(tmp_path),
-                "--name", "lost", "--verbose", "1"]
+                "--name", "lost"]
         search = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env=cluster.env)
         try:

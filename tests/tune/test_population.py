@@ -11,8 +11,10 @@ import time
 import pandas as pd
 import pytest
 
-optuna = pytest.importorskip("optuna")
+pytest.importorskip("optuna")
 pytest.importorskip("ray")
+
+import optuna  # noqa: E402
 
 from ssot.config import SSOTConfig  # noqa: E402
 from tests.fixtures import REPO  # noqa: E402
@@ -172,7 +174,7 @@ def test_a_population_search_killed_and_resumed_loses_no_epoch_and_keeps_the_con
     args = ["--task", "digits", "--features", str(digits_cache), "--population", "3", "--configs-from", str(reference),
             "--epochs", "4", "--grace-period", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=20",
             "--set", "bottleneck_dims=[64]", "--set", "source_eval_samples=200", "--max-concurrent", "1", "--num-cpus", "2",
-            "--storage-path", str(tmp_path / "runs"), "--name", "screen", "--verbose", "0",
+            "--storage-path", str(tmp_path / "runs"), "--name", "screen", "--quiet",
             "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     command = [sys.executable, str(REPO / "tune" / "search.py"), *args]
     env = {**os.environ, "TUNE_GLOBAL_CHECKPOINT_S": "0"}  # Ray saves the experiment state at every result

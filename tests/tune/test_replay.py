@@ -27,7 +27,7 @@ def test_a_reference_gives_its_configs_in_trial_order_with_their_types(tmp_path)
 
     meta = json.loads((folder / "experiment.json").read_text())
     (folder / "experiment.json").write_text(json.dumps({**meta, "status": "running"}))
-    with pytest.raises(ResultsError, match=r"--configs-from .*Replay a finished search"):
+    with pytest.raises(ResultsError, match=r"--configs-from .*Pass a finished search"):
         read_reference(str(folder), "P2H")
 
 

@@ -70,6 +70,14 @@ def test_command_line_ranges_and_grid_options():
         options_for(build_parser().parse_args(["--task", "digits", "--search", "grid", "--lambda-ot-range", "1", "2"]), "digits", None)
 
 
+def _fake_searches(monkeypatch, fake_run_search) -> None:
+    """Replace the searches ``tune/search.py`` runs (it imports them once its flags and data are checked)."""
+    from tune import experiment, outputs
+
+    monkeypatch.setattr(experiment, "run_search", fake_run_search)
+    monkeypatch.setattr(outputs, "summary_lines", lambda frame, info: [info["task"]])
+
+
 def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
     import pandas as pd
 
@@ -82,8 +90,7 @@ def test_search_cli_expands_the_embedded_dataset(monkeypatch, capsys):
         seen.append((options.task, options.name))
         return SearchOutcome(path=f"x/{options.name}/{options.task}", trials=pd.DataFrame(), best_config=None, finished=True)
 
-    monkeypatch.setattr(search, "run_search", fake_run_search)
-    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    _fake_searches(monkeypatch, fake_run_search)
     from ssot.cli import EXIT_NO_RESULT as EXIT_NOTHING_USABLE
 
     # the fake searches return no trial, hence "nothing usable"; what is checked is the expansion
@@ -104,8 +111,7 @@ def test_the_summary_of_a_finished_search_names_the_next_commands_with_its_folde
         info = {"task": options.task, "status": "finished", "optuna_storage": "sqlite:////tmp/o.db", "optuna_study": "exp/digits"}
         return SearchOutcome(path=f"/runs/exp/{options.task}", trials=pd.DataFrame(), best_config=SSOTConfig(), finished=True, info=info)
 
-    monkeypatch.setattr(search, "run_search", fake_run_search)
-    monkeypatch.setattr(search, "summary_lines", lambda frame, info: [info["task"]])
+    _fake_searches(monkeypatch, fake_run_search)
     assert search.main(["--task", "digits", "--name", "exp", "--storage-path", "/runs"]) == 0
     out = capsys.readouterr().out
     for command in ("python analysis/sensitivity.py /runs/exp ", "python tune/confirm.py /runs/exp --top 3 --seeds 1 2 3",
@@ -155,7 +161,7 @@ def test_a_search_interrupted_or_killed_at_every_point_resumes_to_the_asked_tria
     log = tmp_path / "kills.log"
     args = ["--task", "digits", "--num-samples", "3", "--epochs", "3", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
             "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
-            "--storage-path", str(tmp_path), "--name", "crash", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+            "--storage-path", str(tmp_path), "--name", "crash", "--quiet", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), ",".join(POINTS), *args], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     exp = tmp_path / "crash" / "digits"
@@ -196,7 +202,7 @@ def test_a_driver_killed_long_after_rays_last_save_leaves_a_study_that_agrees_wi
     log = tmp_path / "kills.log"
     args = ["--task", "digits", "--num-samples", "3", "--epochs", "2", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=5",
             "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1", "--num-cpus", "2",
-            "--storage-path", str(tmp_path), "--name", "late", "--verbose", "0", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+            "--storage-path", str(tmp_path), "--name", "late", "--quiet", "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
     env = {**os.environ, "TUNE_GLOBAL_CHECKPOINT_S": "3600"}
     run = subprocess.run([sys.executable, "-m", "tests.fixtures.killed_search", str(log), "completed", *args], cwd=REPO,
                          capture_output=True, text=True, timeout=300, env=env)
@@ -229,7 +235,7 @@ def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_
     try:
         args = ["--task", "digits", "--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs=1", "--set",
                 "iters_per_epoch=5", "--no-early-stop", "--max-concurrent", "1", "--num-cpus", "2", "--max-failures", "0",
-                "--storage-path", str(store), "--name", "ro", "--verbose", "1"]
+                "--storage-path", str(store), "--name", "ro"]
         proc = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         trials = store / "ro" / "digits" / "trials.csv"
         deadline = time.monotonic() + 240
@@ -285,7 +291,7 @@ def test_a_search_killed_before_it_wrote_experiment_json_leaves_its_name_usable(
     from tune import search
 
     args = ["--task", "digits", "--num-samples", "1", "--epochs", "1", "--set", "pretrain_epochs=1", "--set", "iters_per_epoch=2",
-            "--num-cpus", "1", "--storage-path", str(tmp_path / "runs"), "--verbose", "0"]
+            "--num-cpus", "1", "--storage-path", str(tmp_path / "runs"), "--quiet"]
     _stale_lock(tmp_path / "runs" / "new" / "digits")
     assert search.main([*args, "--name", "new"]) == 0, capsys.readouterr().err
     assert "removed the stale lock" in capsys.readouterr().out
@@ -304,7 +310,7 @@ def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
     from tune.reaper import _processes, descendants
 
     driver = subprocess.Popen([*SEARCH, "--task", "digits", "--num-samples", "2", "--epochs", "30", "--set", "pretrain_epochs=1",
-                               "--num-cpus", "2", "--storage-path", str(tmp_path), "--verbose", "0"],
+                               "--num-cpus", "2", "--storage-path", str(tmp_path), "--quiet"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     trials = tmp_path / "ssot-digits" / "digits"
     deadline = time.monotonic() + 240

@@ -33,7 +33,7 @@ def tracked(tmp_path_factory: pytest.TempPathFactory):
         env.setenv(trackers.WANDB_DIR_ENV, str(root / "runs"))
         code = search.main(["--task", "digits", "--num-samples", "2", "--epochs", "2", "--set", "pretrain_epochs=1",
                             "--set", "iters_per_epoch=3", "--grace-period", "1", "--reduction-factor", "2", "--num-cpus", "2",
-                            "--storage-path", str(root / "rr"), "--name", "tracked", "--verbose", "0",
+                            "--storage-path", str(root / "rr"), "--name", "tracked", "--quiet",
                             "--tracker", "mlflow", "--tracker", "tensorboard", "--tracker", "wandb-offline"])
         folder = root / "rr" / "tracked" / "digits"
         rows = pd.read_csv(folder / "trials.csv", dtype={"trial_id": str})

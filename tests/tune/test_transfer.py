@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -22,8 +23,15 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_a_replay_is_the_targets_setting_with_the_sources_values(results: Path) -> None:
+def finished(results: Path) -> dict[str, Any]:
+    """The finished searches under ``results`` by task (each with its ``meta`` and ``best_config``)."""
     searches = {s.task: s for s in read_experiments(results)}
+    assert all(s.meta is not None and s.best_config is not None for s in searches.values())
+    return searches
+
+
+def test_a_replay_is_the_targets_setting_with_the_sources_values(results: Path) -> None:
+    searches = finished(results)
     sources = {s.name: s for s in transfer.sources_of(list(searches.values()))}
     assert sorted(sources) == sorted([*TASKS, DEFAULT_SOURCE]) and list(sources)[-1] == DEFAULT_SOURCE
     best = searches["digits"].best_config
@@ -86,7 +94,7 @@ def test_on_a_feature_cache_screen_a_replay_is_a_screen_on_the_targets_cache(res
     from ssot.config import SSOTConfig
     from ssot.results.experiment import Experiment
 
-    searches = {s.task: s for s in read_experiments(results)}
+    searches = finished(results)
     screens = {}
     for task, search in searches.items():  # the same searches, as screens on each task's own cache
         base = SSOTConfig.for_task(task, backbone="features", features_path=f"/caches/{task}.pt").to_dict()

@@ -16,6 +16,7 @@ from analysis.data.experiments import load_experiments
 from analysis.data.transfer import find_atlas_transfer
 from ssot.results.searches import task_searches
 from ssot.results.transfer import DEFAULT_SOURCE
+from tests.fixtures import first_group
 from tests.fixtures.browser import PlotScanner, chromium, console_lines, open_in_chromium, page_text
 from tests.fixtures.experiments import write_atlas_results, write_transfer_results
 
@@ -75,8 +76,7 @@ def test_the_dashboard_shows_the_atlas_when_several_tasks_are_finished(results: 
     dashboard = build_dashboard(results, out=tmp_path / "d.html", images=False)
     text = dashboard.path.read_text(encoding="utf-8")
     assert text.count('id="atlas"') == 1 and 'id="atlas-figures"' in text
-    figures = json.loads(re.search(r'<script type="application/json" id="atlas-figures">(.*?)</script>', text, re.S)
-                         .group(1).replace("<\\/", "</"))
+    figures = json.loads(first_group(r'<script type="application/json" id="atlas-figures">(.*?)</script>', text, re.S).replace("<\\/", "</"))
     assert len(figures) == 8
     dom, scanner = _scan(dashboard.path, tmp_path / "profile", "#view=all")
     assert len(scanner.plots) == 8 and all(p["rendered"] and p["svg"] for p in scanner.plots.values())

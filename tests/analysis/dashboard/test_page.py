@@ -10,6 +10,7 @@ import pytest
 
 from analysis.dashboard import build_dashboard
 from analysis.data.experiments import NoExperimentsError
+from tests.fixtures import first_group
 from tests.fixtures.browser import PlotScanner, chromium, console_lines, open_in_chromium
 from tests.fixtures.experiments import digest, with_meta, write_edge_tpe
 from tests.fixtures.figures import page_figures, values
@@ -156,11 +157,11 @@ def test_opens_on_the_final_epoch_with_one_colour_range_per_task_in_chromium(das
     views = {pid.rsplit("-", 1)[1] for pid in shown if "-heat" in pid or "-importance-" in pid or "-parallel-" in pid}
     assert shown and views == {"final"}  # the first experiment, in its final-epoch view only
     assert all(scanner.plots[pid]["rendered"] and scanner.plots[pid]["svg"] for pid in shown)
-    label = re.search(r'<span class="mode-label" id="mode-label">(.*?)</span>', dom).group(1)
+    label = first_group(r'<span class="mode-label" id="mode-label">(.*?)</span>', dom)
     assert label == "final-epoch accuracy (trials that reached the last epoch)"
     # the best trial shown is the cross-task table's, in percent: grid-exp on P2I, 70.0 % there
-    line = re.search(r'<p class="mode-final best-line">(.*?)</p>', _section(dom, "e1")).group(1)
-    row = re.search(r'<tr data-key="e1" class="pick[^"]*">(.*?)</tr>', dom).group(1)
+    line = first_group(r'<p class="mode-final best-line">(.*?)</p>', _section(dom, "e1"))
+    row = first_group(r'<tr data-key="e1" class="pick[^"]*">(.*?)</tr>', dom)
     assert "target_acc 70.00 %" in line and "<td>70.0</td>" in row and "g44" in line
     # one colour range for every heatmap of a task: P2I's grid and TPE searches share it
     figures = page_figures(dom)
@@ -212,7 +213,7 @@ def test_searches_of_different_budgets_are_labelled_where_they_are_compared(tmp_
     # a second search of P2I, twice as long: the table says it had another budget, and which
     longer = with_meta(write_edge_tpe(same / "c" / "P2I", task="P2I"), name="longer", max_epochs=8)
     page = build_dashboard(same, images=False, n_boot=0).path.read_text(encoding="utf-8")
-    note = re.search(r'<p class="budget-note differs">(.*?)</p>', page).group(1)
+    note = first_group(r'<p class="budget-note differs">(.*?)</p>', page)
     assert "Different budgets: these searches are not compared as equals." in note
     assert "epochs per trial (max_epochs): 4 (A2D/tpe-exp, P2I/tpe-exp), 8 (P2I/longer)" in note
     assert "trials planned" not in note and "searched space" not in note  # only what differs

@@ -11,6 +11,7 @@ import pytest
 from analysis.dashboard import build_dashboard
 from analysis.dashboard.paper_section import PaperSection, paper_section
 from analysis.data.experiments import NoExperimentsError
+from tests.fixtures import first_group
 from tests.fixtures.browser import chromium, open_in_chromium
 from tests.fixtures.figures import values
 from tests.fixtures.paper import feature_map_data, synthetic_record, write_record
@@ -20,7 +21,7 @@ from tests.fixtures.paper import feature_map_data, synthetic_record, write_recor
 def page(paper_results: Path) -> tuple[str, dict]:
     result = build_dashboard(paper_results, images=False)
     text = result.path.read_text()
-    data = re.search(r'<script type="application/json" id="paper-figures">(.*?)</script>', text, re.S).group(1)
+    data = first_group(r'<script type="application/json" id="paper-figures">(.*?)</script>', text, re.S)
     return text, json.loads(data.replace("<\\/", "</"))
 
 

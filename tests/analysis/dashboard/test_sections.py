@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from analysis.dashboard import build_dashboard
+from tests.fixtures import first_group
 from tests.fixtures.experiments import N_TRIALS
 from tests.fixtures.figures import values
 
@@ -50,7 +51,7 @@ def test_every_search_opens_on_the_final_epoch_and_each_view_says_its_trials(bui
         if div_id.endswith("epoch5"):
             assert "accuracy at epoch 5" in _subtitle(figure)
             hovers = [h for row in figure["data"][0]["customdata"] for h in row]
-            assert sum(int(re.search(r"<br>trials (\d+)", h).group(1)) for h in hovers
+            assert sum(int(first_group(r"<br>trials (\d+)", h)) for h in hovers
                        if "no trial" not in h) == N_TRIALS  # every trial is in a cell
     importance = figures[f"{asha}-importance-epoch5"]
     assert "; 20 trials; bars: 95 % bootstrap intervals (5 resamples of the 20 trials)" in _subtitle(importance)
@@ -104,7 +105,9 @@ def test_one_colour_scale_per_task(built) -> None:
     assert ranges["asha"] == ranges["live"] != ranges["grid-exp"]  # two digits searches; P2I its own
     experiments, _ = load_experiments(result.path.parent)
     cells = [p.info for e in experiments if e.task == "digits" for p in prepare(e, "x", "decades").panels]
-    low, high = color_range(cells)
+    shared = color_range(cells)
+    assert shared is not None
+    low, high = shared
     assert ranges["asha"] == pytest.approx((100 * low, 100 * high))  # the lowest and the highest cell of the task
     digits = [f for name in ("asha", "live") for f in _heatmaps(figures, keys[name]).values()]
     shown = np.concatenate([values(f["data"][0]["z"]).ravel() for f in digits])
@@ -131,5 +134,5 @@ def test_search_history_rungs_and_trial_table(built) -> None:
     assert table.count('<tr class="trial-row"') == N_TRIALS and 'data-type="num"' in table
     # percent everywhere: the table's accuracies, the best line
     assert "<th data-type=\"num\" title=\"click to sort\">final acc (%)</th>" in table
-    line = re.search(r'<p class="mode-final best-line">(.*?)</p>', section).group(1)
+    line = first_group(r'<p class="mode-final best-line">(.*?)</p>', section)
     assert re.search(r"target_acc \d+\.\d\d %", line) and not re.search(r"target_acc 0\.\d", line)

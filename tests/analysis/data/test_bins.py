@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.data.bins import axis_bins, heatmap_info
-from analysis.data.experiments import ParamSpec, load_experiment, load_experiments
-from analysis.data.frames import final_results, param_pairs, trial_table
 from analysis.charts.heatmap import heatmap_figure
-from tests.fixtures.experiments import PAPER_GRID, TPE_SPACE, grid_accuracy, trial_rows, write_experiment
+from analysis.data.bins import axis_bins, heatmap_info
+from analysis.data.experiments import ParamSpec, load_experiments
+from analysis.data.frames import final_results, param_pairs, trial_table
+from tests.fixtures.experiments import PAPER_GRID, TPE_SPACE, grid_accuracy, loaded, trial_rows, write_experiment
 
 EPOCHS = 4
 
@@ -161,7 +161,7 @@ def test_heatmap_of_values_on_half_decade_edges(tmp_path: Path) -> None:
         rows += trial_rows("P2I", "tpe", trial_id, config, [acc] * EPOCHS, "completed")
     folder = write_experiment(tmp_path / "h" / "P2I", rows, task="P2I", search="tpe",
                               space=TPE_SPACE, max_epochs=EPOCHS)
-    experiment, _ = load_experiment(folder)
+    experiment = loaded(folder)
     info = heatmap_info(final_results(trial_table(experiment)), "lambda_ot", "lambda_ent",
                         experiment.space)
     assert info.x.labels == ("0.001", "0.01", "0.1", "1", "10")
@@ -197,7 +197,9 @@ def test_one_colour_range_spans_every_cell_of_several_heatmaps(edge_results: Pat
     assert color_range([top]) == (np.nanmin(top.best), np.nanmax(top.best))
     assert color_range([top, whole]) == (np.nanmin(whole.best), np.nanmax(whole.best))  # the widest of the two
     one = heatmap_info(results.head(1), "lambda_ot", "lambda_ent", grid.space)
-    low, high = color_range([one])
+    shared = color_range([one])
+    assert shared is not None
+    low, high = shared
     assert high - low == pytest.approx(0.01) and low < np.nanmax(one.best) < high  # one cell: still a range
     assert color_range([]) is None
     assert whole.cells["g44"] == (4, 4) and len(whole.cells) == whole.n_trials  # each placed trial's cell

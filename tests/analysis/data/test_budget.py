@@ -4,8 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.data.budget import budget_differences, search_budget, space_text
-from analysis.data.experiments import load_experiment
-from tests.fixtures.experiments import TPE_SPACE, grid_space, trial_rows, with_meta, write_experiment
+from tests.fixtures.experiments import TPE_SPACE, grid_space, loaded, trial_rows, with_meta, write_experiment
 
 
 def _search(root: Path, name: str, task: str, n: int, epochs: int, space: dict, **meta) -> Path:
@@ -16,10 +15,10 @@ def _search(root: Path, name: str, task: str, n: int, epochs: int, space: dict, 
 
 
 def test_budgets_name_what_differs(tmp_path: Path) -> None:
-    short = load_experiment(_search(tmp_path, "short", "P2H", 4, 2, TPE_SPACE, early_stop=False))[0]
-    long = load_experiment(_search(tmp_path, "long", "P2H", 6, 3, TPE_SPACE, early_stop=True, grace_period=1,
-                                   reduction_factor=2))[0]
-    same = load_experiment(_search(tmp_path, "same", "H2P", 4, 2, TPE_SPACE, early_stop=False))[0]
+    short = loaded(_search(tmp_path, "short", "P2H", 4, 2, TPE_SPACE, early_stop=False))
+    long = loaded(_search(tmp_path, "long", "P2H", 6, 3, TPE_SPACE, early_stop=True, grace_period=1,
+                                   reduction_factor=2))
+    same = loaded(_search(tmp_path, "same", "H2P", 4, 2, TPE_SPACE, early_stop=False))
     assert search_budget(short).text() == "4 trials × 2 epochs, early stopping off"
     assert search_budget(long).text() == "6 trials × 3 epochs, early stopping ASHA (grace period 1, reduction factor 2)"
     assert budget_differences([short, same]) == {}  # two tasks, one budget
@@ -30,8 +29,8 @@ def test_budgets_name_what_differs(tmp_path: Path) -> None:
 
 
 def test_a_grid_plans_num_samples_times_its_cells_and_its_space_differs(tmp_path: Path) -> None:
-    grid = load_experiment(_search(tmp_path, "grid", "P2H", 2, 2, grid_space(), num_samples=1, early_stop=False))[0]
-    tpe = load_experiment(_search(tmp_path, "tpe", "P2H", 25, 2, TPE_SPACE, early_stop=False))[0]
+    grid = loaded(_search(tmp_path, "grid", "P2H", 2, 2, grid_space(), num_samples=1, early_stop=False))
+    tpe = loaded(_search(tmp_path, "tpe", "P2H", 25, 2, TPE_SPACE, early_stop=False))
     assert search_budget(grid).trials == 25 and search_budget(tpe).trials == 25  # 1 x the 5 x 5 grid
     assert set(budget_differences([grid, tpe])) == {"space"}
     assert space_text(TPE_SPACE) == ("lambda_ot log [0.001, 10]; lambda_ent log [0.001, 10]; eps log [0.01, 10]; "

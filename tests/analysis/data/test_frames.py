@@ -20,7 +20,7 @@ from analysis.data.frames import (
 )
 from ssot.results.paper import read_paper_accuracy
 from tests.fixtures.experiments import EDGE_EPOCHS as EPOCHS
-from tests.fixtures.experiments import TPE_SPACE, trial_rows, write_experiment
+from tests.fixtures.experiments import TPE_SPACE, loaded, trial_rows, write_experiment
 
 
 def _by_task(experiments: list, task: str):
@@ -54,7 +54,7 @@ def test_running_trials_are_only_in_the_best_view(tmp_path: Path) -> None:
                                             "potential_width": 64}, [0.5] * EPOCHS, "completed")
     folder = write_experiment(tmp_path / "r" / "P2I", rows, task="P2I", search="tpe",
                               space=TPE_SPACE, max_epochs=EPOCHS, status="running")
-    experiment, _ = load_experiment(folder)
+    experiment = loaded(folder)
     table = trial_table(experiment)
     assert final_results(table, "final")["trial_id"].tolist() == ["r1"]
     assert sorted(final_results(table, "best")["trial_id"]) == ["r0", "r1"]

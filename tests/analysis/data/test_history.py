@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.data.experiments import load_experiment
 from analysis.data.history import history_info
-from tests.fixtures.experiments import asha_experiment, write_edge_tpe
+from tests.fixtures.experiments import asha_experiment, loaded, write_edge_tpe
 
 
 def test_best_so_far_is_the_cumulative_max_of_the_trials_that_reached_the_end(views_results: Path) -> None:
@@ -30,7 +29,7 @@ def test_best_so_far_is_the_cumulative_max_of_the_trials_that_reached_the_end(vi
 
 
 def test_stopped_and_diverged_trials_never_count(tmp_path: Path) -> None:
-    experiment, _ = load_experiment(write_edge_tpe(tmp_path / "tpe" / "A2D"))
+    experiment = loaded(write_edge_tpe(tmp_path / "tpe" / "A2D"))
     frame = history_info(experiment).frame.set_index("trial_id")
     # t4 (stopped at 0.95) and t5 (diverged; its placeholder 0.99 is no value) are points, never the best
     assert frame.loc["t4", "value"] == 0.95 and not frame.loc["t4", "counts"]
@@ -49,6 +48,6 @@ def test_a_min_metric_keeps_the_lowest(tmp_path: Path) -> None:
         rows += trial
     folder = write_experiment(tmp_path / "tpe" / "A2D", rows, task="A2D", search="tpe", space=TPE_SPACE, max_epochs=2,
                               extra={"metric": "loss_total", "mode": "min"})
-    info = history_info(load_experiment(folder)[0])
+    info = history_info(loaded(folder))
     assert info.direction == "min" and not info.fraction
     assert info.frame["best_so_far"].tolist() == pytest.approx([0.5, 0.3, 0.3, 0.2])

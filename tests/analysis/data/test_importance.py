@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,7 +47,7 @@ def test_both_evaluators_find_the_one_hyperparameter_that_matters(views_results:
     fanova, ped = importance_infos(chosen["epoch5"], experiment.space, n_boot=0)
     for info in (fanova, ped):
         assert info.n_trials == N_TRIALS and info.note == ""
-        assert max(info.importances, key=info.importances.get) == "lambda_ot", info
+        assert max(info.importances, key=lambda p: info.importances[p]) == "lambda_ot", info
         assert sum(info.importances.values()) == pytest.approx(1.0)
     assert fanova.importances["lambda_ot"] > 0.8
     assert fanova.label.startswith("fANOVA") and ped.label.startswith("PED-ANOVA")
@@ -79,7 +80,7 @@ def test_the_spread_of_importances_over_tasks() -> None:
 
 def _one_parameter_matters(n: int, seed: int = 0) -> tuple[pd.DataFrame, dict]:
     """``n`` random configs whose accuracy depends on lambda_OT alone (plus noise)."""
-    space = {p: ParamSpec(p, "log", low, 10.0) for p, low in (("lambda_ot", 1e-3), ("lambda_ent", 1e-3), ("eps", 1e-2))}
+    space: dict[str, Any] = {p: ParamSpec(p, "log", low, 10.0) for p, low in (("lambda_ot", 1e-3), ("lambda_ent", 1e-3), ("eps", 1e-2))}
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({p: 10 ** rng.uniform(math.log10(s.low), math.log10(s.high), n) for p, s in space.items()})
     frame["acc"] = 0.6 + 0.05 * np.log10(frame["lambda_ot"]) + rng.normal(0, 0.02, n)

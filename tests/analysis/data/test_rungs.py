@@ -7,10 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.data.experiments import load_experiment
 from analysis.data.frames import trial_table
 from analysis.data.rungs import MIN_RUNG_TRIALS, rung_correlations, rungs_frame, strength
-from tests.fixtures.experiments import TPE_SPACE, trial_rows, with_meta, write_experiment
+from tests.fixtures.experiments import TPE_SPACE, loaded, trial_rows, with_meta, write_experiment
 
 
 def _search(folder: Path, finals: list[float], at_rung: list[float], *, asha: bool, stopped: int = 0):
@@ -28,7 +27,7 @@ def _search(folder: Path, finals: list[float], at_rung: list[float], *, asha: bo
         with_meta(folder, early_stop=True, grace_period=1, reduction_factor=2)
     else:
         with_meta(folder, early_stop=False)
-    experiment, _ = load_experiment(folder)
+    experiment = loaded(folder)
     return experiment, trial_table(experiment)
 
 

@@ -105,9 +105,9 @@ def test_task_tables_put_both_selections_side_by_side():
     assert text.startswith("**P2H** (2 experiments;")
     lines = text.splitlines()
     # hyperparameter regret of entropy 55 (collapsed pick), epoch regret 5 (d's collapsed last epoch)
-    assert "| entropy | 55.0 | 55.0 |" in text and any(l.startswith("| entropy |") and l.endswith("| 5.0 | 5.0 |") for l in lines)
-    assert any(l.startswith("| last_epoch |  |  |  |  |") for l in lines)  # an epoch-only selector
-    rows = [l.split(" | ")[0].strip("| ") for l in lines if l.startswith("| ") and not l.startswith("| selector")]
+    assert "| entropy | 55.0 | 55.0 |" in text and any(line.startswith("| entropy |") and line.endswith("| 5.0 | 5.0 |") for line in lines)
+    assert any(line.startswith("| last_epoch |  |  |  |  |") for line in lines)  # an epoch-only selector
+    rows = [line.split(" | ")[0].strip("| ") for line in lines if line.startswith("| ") and not line.startswith("| selector")]
     assert rows.index("entropy_guarded") < rows.index("entropy")  # sorted by the hyperparameter median
 
 

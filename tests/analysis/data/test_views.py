@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.data.experiments import load_experiment
 from analysis.data.frames import trial_table
 from analysis.data.views import (
     View,
@@ -24,6 +23,7 @@ from tests.fixtures.experiments import (
     N_TRIALS,
     TPE_SPACE,
     asha_experiment,
+    loaded,
     trial_rows,
     truth,
     with_meta,
@@ -94,7 +94,7 @@ def test_rung_correlation_against_a_known_spearman(tmp_path: Path) -> None:
     # epoch 2 ranks the six trials 1..6, the final epoch 2 1 4 3 6 5: every rank moves by one,
     # rho = 1 - 6 * sum(d^2) / (n (n^2 - 1)) = 1 - 36 / 210; epoch 1 ranks them in reverse
     at = {2: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], 4: [0.2, 0.1, 0.4, 0.3, 0.6, 0.5], 1: [0.6, 0.5, 0.4, 0.3, 0.2, 0.1]}
-    experiment, _ = load_experiment(_rung_experiment(tmp_path, at))
+    experiment = loaded(_rung_experiment(tmp_path, at))
     rows = rung_correlations(experiment, trial_table(experiment))
     assert [c.rung for c in rows if c.asha] == [1, 2] and [c.n for c in rows] == [6, 6]  # the stopped trial is in neither
     assert [c.rho for c in rows] == pytest.approx([-(1 - 36 / 210), 1 - 36 / 210])
@@ -109,7 +109,7 @@ def test_old_folders_take_the_rungs_where_trials_stopped(tmp_path: Path) -> None
                                   "potential_width": width}, accuracies, status)]
     folder = write_experiment(tmp_path / "tpe" / "A2D", rows, task="A2D", search="tpe", space=TPE_SPACE,
                               max_epochs=EDGE_EPOCHS, dataset="office31")  # no scheduler recorded
-    experiment, _ = load_experiment(folder)
+    experiment = loaded(folder)
     table = trial_table(experiment)
     views, chosen = experiment_views(experiment, table)
     assert [v.key for v in views] == ["epoch2", "final", "best"]  # t4 was stopped after epoch 2

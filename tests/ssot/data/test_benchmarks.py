@@ -9,8 +9,15 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from ssot.data.benchmarks import (ImageSampleDataset, build_benchmark_task, eval_transform, find_domain_samples, load_image_list,
-                                  resolve_data_root, train_transform)
+from ssot.data.benchmarks import (
+    ImageSampleDataset,
+    build_benchmark_task,
+    eval_transform,
+    find_domain_samples,
+    load_image_list,
+    resolve_data_root,
+    train_transform,
+)
 from ssot.data.registry import DATASETS
 from ssot.errors import ConfigError, DataError
 from tests.fixtures.images import OFFICE31, assert_one_line, make_imageclef, make_office31, write_image, write_list

@@ -12,7 +12,8 @@ from PIL import Image
 
 from ssot.data.__main__ import main
 from ssot.data.benchmarks import build_benchmark_task
-from ssot.data.decoded import CACHE_DIR_ENV, default_path, header_checksum, load_decoded_task, open_cache, prepare, read_header
+from ssot.data.decoded import CACHE_DIR_ENV, default_path, header_checksum, open_cache, prepare, read_header
+from ssot.data.decoded_images import load_decoded_task
 from ssot.errors import DataError, SSOTError
 from tests.fixtures.images import assert_one_line, make_office31
 
@@ -185,7 +186,7 @@ def test_prepare_command_then_train_on_the_cache(office, tmp_path, capsys):
     root, _ = office
     out = tmp_path / "cache" / "a2w.ssotimg"
     args = ["prepare", "--task", "a2w", "--data-root", str(root), "--out", str(out), "--resize-size", str(SIZE),
-            "--workers", "2", "--no-progress"]
+            "--num-workers", "2", "--quiet"]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert f"--image-cache {out}" in printed and "31 source + 10 target images" in printed
@@ -199,7 +200,7 @@ def test_prepare_command_then_train_on_the_cache(office, tmp_path, capsys):
 
 
 def test_prepare_refuses_the_plausible_mistakes_in_one_line_before_decoding(office, tmp_path, capsys):
-    """The second audit: ``--workers -2`` was accepted and ``--task P2H`` named an API instead of
+    """The second audit: ``--num-workers -2`` (then ``--workers``) was accepted and ``--task P2H`` named an API instead of
     a command; with them, the mistakes a user makes most: an unknown task, a data root that is
     not there, an output that exists, is a folder, lies under a file, is not a .ssotimg file (a
     .jpg in an image folder would be read as an image next time) or is one of the task's images."""
@@ -212,9 +213,8 @@ def test_prepare_refuses_the_plausible_mistakes_in_one_line_before_decoding(offi
         ("--task", "P2H"): "Task 'P2H' is not a task of the paper's image benchmarks (office31, imageclef, officehome, "
                            "visda2017): its images are built in memory, so it needs no data root and no decoded-image "
                            "cache. Train on it as it is: `python -m ssot.train --task P2H`.",
-        ("--task", "A2W", "--workers", "-2"): "The '--workers' argument must be an int >= 1 (decoding processes). Got -2 instead.",
-        ("--task", "A2W", "--workers", "0"): "The '--workers' argument must be an int >= 1",
-        ("--task", "A2X"): "Unknown task 'A2X'. Valid tasks: digits, A2W,",
+        ("--task", "A2W", "--num-workers", "-2"): "The '--num-workers' argument must be an int >= 0 (decoding processes). Got -2 instead.",
+        ("--task", "A2X"): "Unknown task 'A2X'. Did you mean 'A2W'? Valid tasks: digits, A2W,",
         ("--task", "A2W", "--data-root", str(tmp_path / "nope")): f"data root {tmp_path / 'nope'} does not exist or is not a folder",
         ("--task", "A2W", "--out", str(tmp_path / "afile")): "The '--out' argument must end in .ssotimg. Got 'afile' instead.",
         ("--task", "A2W", "--out", str(tmp_path / "dir.ssotimg")): f"--out {tmp_path / 'dir.ssotimg'} is a folder, not a file.",
@@ -223,7 +223,7 @@ def test_prepare_refuses_the_plausible_mistakes_in_one_line_before_decoding(offi
         ("--task", "A2W", "--out", str(image)): "must end in .ssotimg",
     }
     for flags, message in cases.items():
-        argv = ["prepare", "--data-root", str(root), "--resize-size", str(SIZE), "--no-progress", *flags]
+        argv = ["prepare", "--data-root", str(root), "--resize-size", str(SIZE), "--quiet", *flags]
         assert main(argv) == 2, flags
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1, (flags, err)

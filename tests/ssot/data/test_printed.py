@@ -1,4 +1,5 @@
-"""`ssot/data/printed.py`: the printed <-> handwritten digits, deterministic and partial."""
+"""`ssot/data/printed.py` and `ssot/data/shifted.py`: the printed, handwritten and shifted digits
+(datasets embedded and embedded3), deterministic and partial."""
 from pathlib import Path
 
 import matplotlib
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from ssot.config import SSOTConfig
-from ssot.data import build_task, printed, registry
+from ssot.data import build_task, printed, registry, shifted
 from ssot.trainer import run
 
 
@@ -44,7 +45,26 @@ def test_class_balance_and_halves_differ():
     assert abs(a["xA"].mean() - scans.mean()) > 0.3
 
 
-@pytest.mark.parametrize("name", ["P2H", "H2P"])
+def test_checksum_of_the_shifted_domain():
+    """A change of the shift (code, torchvision, the scans) changes this sha256: update it knowingly."""
+    arrays = shifted.shifted_scans()
+    assert shifted.checksum(arrays) == shifted.EXPECTED_SHA256
+    assert arrays["xA"].shape == (901, 16, 16) and arrays["xB"].shape == (896, 16, 16) and arrays["xA"].dtype == np.uint8
+
+
+def test_h2s_is_the_digits_task_at_8_bits_and_the_domains_differ():
+    from ssot.data.digits import build_digits_task
+
+    h2s, digits = build_task(SSOTConfig.for_task("H2S")), build_digits_task()
+    assert torch.equal(h2s.source.tensors[0], digits.source.tensors[0])
+    assert torch.equal(h2s.target.tensors[1], digits.target.tensors[1])
+    assert float((h2s.target.tensors[0] - digits.target.tensors[0]).abs().max()) <= 0.5 / 255 + 1e-6
+    s2h = build_task(SSOTConfig.for_task("S2H"))  # S is H's scans shifted: same labels, other pixels
+    assert torch.equal(s2h.source.tensors[1], h2s.source.tensors[1])
+    assert float((s2h.source.tensors[0] - h2s.source.tensors[0]).abs().mean()) > 0.1
+
+
+@pytest.mark.parametrize("name", ["P2H", "H2P", "P2S", "S2P", "H2S", "S2H"])
 def test_tasks_are_partial(name):
     task = build_task(SSOTConfig.for_task(name))
     ys = task.source.tensors[1]
@@ -57,7 +77,9 @@ def test_tasks_are_partial(name):
 
 
 def test_reference_tasks_train_on_target_labels_and_share_the_held_out_target():
-    for ref, task_name in registry.DATASETS["embedded"].references.items():
+    references = {**registry.DATASETS["embedded"].references, **registry.DATASETS["embedded3"].references}
+    assert references == {"H2H": "P2H", "P2P": "H2P", "S2S": "P2S"}
+    for ref, task_name in references.items():
         ref_task, task = printed.build_printed_task(ref), printed.build_printed_task(task_name)
         assert torch.equal(ref_task.target.tensors[0], task.target.tensors[0])  # same held-out target
         assert sorted(set(ref_task.source.tensors[1].tolist())) == printed.TARGET_CLASSES
@@ -113,11 +135,11 @@ def test_disk_cache_is_checked(tmp_path, monkeypatch):
         printed.printed_digits.cache_clear()
 
 
-@pytest.mark.parametrize("name", ["P2H", "H2P", "H2H"])
+@pytest.mark.parametrize("name", ["P2H", "H2P", "H2H", "P2S", "S2P", "H2S", "S2H", "S2S"])
 def test_short_end_to_end_run(name):
     epochs = 0 if registry.task(name).reference_of else 1
     cfg = SSOTConfig.for_task(name, epochs=epochs, pretrain_epochs=1, iters_per_epoch=3, device="cpu",
-                              source_eval_samples=200)
+                              source_eval_samples=100)
     record = run(cfg)
     assert record["status"] == "completed" and len(record["epochs"]) == epochs
     assert record["task"]["name"] == name and record["task"]["target_classes"] == printed.TARGET_CLASSES

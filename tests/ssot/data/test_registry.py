@@ -50,13 +50,13 @@ def test_partial_class_names():
 
 
 def test_unknown_dataset_in_tasks_of():
-    with pytest.raises(ConfigError, match="Valid datasets: digits, office31, imageclef, officehome, visda2017, embedded, custom"):
+    with pytest.raises(ConfigError, match="Valid datasets: digits, office31, imageclef, officehome, visda2017, embedded, embedded3, custom"):
         tasks_of("caltech")
 
 
 def test_unknown_task(tmp_path):
     with pytest.raises(ConfigError, match=r"Unknown task 'X2Y'\. Valid tasks: digits, A2W, "
-                                          r"D2W, .*Rw2Pr, S2R, R2S, P2H, H2P, H2H, P2P, custom\.") as exc:
+                                          r"D2W, .*Rw2Pr, S2R, R2S, P2H, H2P, H2H, P2P, P2S, S2P, H2S, S2H, S2S, custom\.") as exc:
         build_benchmark_task("X2Y", tmp_path)
     assert_one_line(exc)
 
@@ -97,6 +97,9 @@ def test_every_task_is_described_by_its_datasets_spec():
 
 def test_datasets_searched_defaults_and_the_embedded_tasks():
     assert registry.searched_tasks("embedded") == ["digits", "P2H", "H2P"]
+    assert registry.searched_tasks("embedded3") == ["P2H", "H2P", "P2S", "S2P", "H2S", "S2H"]
+    assert {t: registry.reference_task(t) for t in ("P2H", "S2P", "H2S", "S2H", "I2P", "H2H")} == {
+        "P2H": "H2H", "S2P": "P2P", "H2S": "S2S", "S2H": "H2H", "I2P": None, "H2H": None}
     assert registry.searched_tasks("office31") == ["A2W", "D2W", "W2D", "A2D", "D2A", "W2A"]
     assert registry.searched_tasks("digits") is None and registry.searched_tasks("P2H") is None
     assert registry.dataset_of("h2h") == "embedded" and registry.dataset_of("custom") == "custom"

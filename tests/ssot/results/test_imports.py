@@ -1,4 +1,5 @@
-"""Reading results, configs and the dataset registry loads neither torch nor Ray; the analysis loads nothing of tune."""
+"""Reading results, configs and the dataset registry loads neither torch nor Ray, nor do the parsers of the data, feature-cache
+and feature-map commands; the analysis loads nothing of tune."""
 from __future__ import annotations
 
 import subprocess
@@ -11,11 +12,14 @@ from tests.fixtures import REPO
 
 @pytest.mark.parametrize("command", [["tune/export.py", "--help"], ["analysis/sensitivity.py", "--help"],
                                      ["analysis/selection.py", "--help"], ["analysis/paper_figures.py", "--help"],
-                                     ["analysis/atlas.py", "--help"],
+                                     ["analysis/atlas.py", "--help"], ["-m", "ssot.data", "prepare", "--help"],
+                                     ["-m", "ssot.features", "--help"], ["-m", "ssot.feature_maps", "--help"],
                                      ["-c", "import ssot, ssot.results.experiment, ssot.results.storage, ssot.results.record, "
                                             "ssot.results.final_table, ssot.results.paper, ssot.results.metrics, ssot.results.trials, "
                                             "ssot.results.searches, ssot.results.transfer, "
-                                            "ssot.config, ssot.cli, ssot.data, ssot.data.registry, analysis, analysis.dashboard.atlas"]])
+                                            "ssot.config, ssot.cli, ssot.data, ssot.data.registry, ssot.data.layouts, ssot.data.check, "
+                                            "ssot.data.fetch, ssot.data.decoded, ssot.data.encoder_stages, ssot.data.safe_load, "
+                                            "ssot.data.__main__, ssot.features, ssot.feature_maps, analysis, analysis.dashboard.atlas"]])
 def test_reading_commands_load_neither_torch_nor_ray(command):
     proc = subprocess.run([sys.executable, "-X", "importtime", *command], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

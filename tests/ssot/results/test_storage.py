@@ -68,7 +68,7 @@ def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashbo
     uri = f"s3://{s3}/runs"
     args = ["--task", "digits", "--num-samples", "2", "--epochs", "3", "--set", "pretrain_epochs=1",
             "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--no-early-stop",
-            "--storage-path", uri, "--name", "s3exp", "--verbose", "0"]
+            "--storage-path", uri, "--name", "s3exp", "--quiet"]
     search = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ)
     try:
         deadline = time.monotonic() + 180
@@ -186,3 +186,18 @@ def test_the_lock_of_an_experiment_in_object_storage(s3, monkeypatch):
     with pytest.raises(lock.LockedError, match="pid 1 on another-machine"):
         lock.ExperimentLock(folder).acquire()
     assert late.holder()["token"] == late.token
+
+
+def test_warm_start_sources_are_read_from_object_storage(s3, tmp_path):
+    """``--warm-start s3://...``: a source search in a bucket is read through the storage layer (no Ray)."""
+    from ssot.results import storage
+    from tests.fixtures.experiments import TPE_SPACE, write_atlas_results
+    from tune import warmstart
+
+    folder = write_atlas_results(tmp_path, ("P2H",), n_trials=12)["P2H"]
+    uri = f"s3://{s3}/runs/atlas/P2H"
+    for file in folder.iterdir():
+        storage.write_text(f"{uri}/{file.name}", file.read_text())
+    (source,) = warmstart.read_sources(warmstart.source_paths([uri]), "S2H", TPE_SPACE)
+    local = warmstart.read_sources([str(folder)], "S2H", TPE_SPACE)[0]
+    assert source.path == uri and source.best == local.best and source.meta()["n_trials"] == 12

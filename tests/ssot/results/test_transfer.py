@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def record(source: str, target: str, seed: int, status: str = "completed") -> Ru
 
 
 def manifest() -> dict:
-    sources = {"A": {"experiment": "/r/A", "values": {"lambda_ot": 0.1}}, "B": {"experiment": "/r/B", "values": {"lambda_ot": 1.0}},
+    sources: dict[str, dict[str, Any]] = {"A": {"experiment": "/r/A", "values": {"lambda_ot": 0.1}}, "B": {"experiment": "/r/B", "values": {"lambda_ot": 1.0}},
                DEFAULT_SOURCE: {"experiment": None, "values": {"lambda_ot": 1.0}}}
     return new_manifest("/r", [0, 1], sources, {"A": {"experiment": "/r/A"}, "B": {"experiment": "/r/B"}})
 
