@@ -35,7 +35,7 @@ from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
-from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines, recorded  # noqa: F401
+from tune.live import DropEndedCheckpoints, KeepLastGood, LiveOutputs, TrialLines, recorded  # noqa: F401
 from tune.members import TRIAL_FORMAT
 from tune.options import SearchOptions, base_config, experiment_root
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
@@ -158,7 +158,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster
             ),
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=([TrialLines(path)] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
+                callbacks=([TrialLines(path)] if options.verbose >= 1 else []) + [LiveOutputs(path, info), KeepLastGood(path)]
                 + [DropEndedCheckpoints(keep_last=options.keep_checkpoints)]
                 + ([StudySync(searcher)] if searcher is not None and searcher.mirror is not None else [])
                 + list(options.callbacks),
@@ -231,6 +231,7 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
 
     if options.search == "grid":
         return None
+    sampler: optuna.samplers.BaseSampler
     if options.search == "tpe":
         # the members of a trial are asked together: constant_liar counts the pending ones as bad,
         # so TPE spreads them instead of drawing them all near the current best
