@@ -42,6 +42,7 @@ population search, and ``soak.json`` (every kill, every disagreement). Flags aft
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -77,9 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default="digits", help="an embedded task (digits, P2H, H2P) or any task whose data is there")
     p.add_argument("--kills", type=int, default=20, help="SIGKILLs of the driver's process group")
     p.add_argument("--population", type=int, default=1, metavar="P", help="configs per Ray trial (P > 1: on a feature cache)")
-    p.add_argument("--num-samples", type=int, help="configs of the search (default: enough for the kills, see --help's text)")
-    p.add_argument("--epochs", type=int, default=4, help="epochs per config")
-    p.add_argument("--iters-per-epoch", type=int, default=10, help="iterations per epoch (the config field)")
+    p.add_argument("--num-samples", type=int, help="configs of the search (default: max(4, 3 x kills), P x max(4, kills) "
+                                                   "for a population search)")
+    p.add_argument("--epochs", type=int, default=6, help="epochs per config")
+    p.add_argument("--iters-per-epoch", type=int, default=50, help="iterations per epoch (the config field)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search and of the kill moments")
     p.add_argument("--phases", default=",".join(PHASES), help="the phases kills are drawn in (comma-separated)")
     p.add_argument("--features", metavar="PATH", help="feature cache of a population search (default: built into --out)")
@@ -90,8 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def default_samples(kills: int, population: int) -> int:
-    """Configs enough for ``kills`` kills: a trial ends between most kills (measured: docs/reliability.md)."""
-    return max(2 * population, 4, population * math.ceil(max(kills, 2) / 2))
+    """Configs enough for ``kills`` kills: a driver runs a few seconds past its start before most
+    kills, and its trials lose what they did since Ray's last save (measured: docs/reliability.md)."""
+    return population * max(4, 3 * kills if population == 1 else kills)
 
 
 def plan(kills: int, rng: random.Random, phases: tuple[str, ...] = PHASES) -> list[str]:
@@ -289,23 +292,24 @@ def soak(args: argparse.Namespace, extra: list[str]) -> dict[str, Any]:
         left, waited = driver.kill()
         drivers.append({"log": str(log), "status": "killed"})
         kills.append({"phase": phase, "killed_in": fired, "after_s": round(time.monotonic() - driver.started, 2),
-                      "processes_gone_after_s": round(waited, 2), "processes_left": sorted(left)})
+                      "processes_gone_after_s": round(waited, 2), "processes_left": sorted(left), "load": os.getloadavg()[0]})
         print(f"soak: kill {len(kills)}/{len(phases)} in phase {fired} after {kills[-1]['after_s']} s (its processes gone "
               f"{waited:.1f} s later)", file=sys.stderr, flush=True)
         if fired == "timeout":
             break
-    wall = time.monotonic() - started
     last = drivers[-1]
     report: dict[str, Any] = {"task": args.task, "population": args.population, "seed": args.seed, "num_samples": samples,
-                              "epochs": args.epochs, "kills_asked": args.kills, "kills": kills, "drivers": drivers,
-                              "wall_s": round(wall, 1), "load_before": load, "load_after": os.getloadavg(), "out": str(out),
-                              "command": command}
+                              "epochs": args.epochs, "iters_per_epoch": args.iters_per_epoch, "kills_asked": args.kills,
+                              "kills": kills, "drivers": drivers, "search_s": round(time.monotonic() - started, 1),
+                              "out": str(out), "command": command}
     finished = last["status"] == 0 and (exp / "experiment.json").exists()
     if not finished:
         tail = Path(last["log"]).read_text(errors="replace").strip().splitlines()[-3:]
         report["failed"] = f"the last driver ended with status {last['status']}: {' | '.join(tail)}"
     else:
         report.update(check(exp, f"sqlite:///{out / 'optuna.db'}", reference=not args.no_reference))
+    loads = [load[0], *(k["load"] for k in kills), os.getloadavg()[0]]
+    report.update(wall_s=round(time.monotonic() - started, 1), load_1min=[min(loads), sum(loads) / len(loads), max(loads)])
     (out / "soak.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report
 
@@ -317,8 +321,9 @@ def summary_line(report: dict[str, Any]) -> str:
     head = (f"soak {report['task']} (population {report['population']}, {report['num_samples']} configs x {report['epochs']} "
             f"epochs, seed {report['seed']}): {len(kills)} of {report['kills_asked']} kills ("
             + ", ".join(f"{p} {phases[p]}" for p in (*PHASES, "timeout") if phases[p]) + f"), {len(report['drivers'])} drivers")
-    tail = (f"; {report['wall_s']:.0f} s, load {report['load_before'][0]:.1f} -> {report['load_after'][0]:.1f}; "
-            f"{report['out']}/soak.json")
+    low, mean, high = report["load_1min"]
+    tail = (f"; {report['wall_s']:.0f} s ({report['search_s']:.0f} s killing and resuming), load average {mean:.1f} "
+            f"({low:.1f}-{high:.1f}); {report['out']}/soak.json")
     if "failed" in report:
         return f"{head}; FAILED: {report['failed']}{tail}"
     left = sum(len(k["processes_left"]) for k in kills)
@@ -416,27 +421,33 @@ def check(exp: Path, optuna_url: str, reference: bool) -> dict[str, Any]:
         "running_in_study": sum(t.state.name in ("RUNNING", "WAITING") for t in trials),
         "statuses": frame.groupby("trial_id")["status"].last().value_counts().to_dict(), "compared_epochs": None}
     if reference:
-        out.update(compare_with_uninterrupted(rows, info))
+        out.update(compare_with_uninterrupted(exp, rows, info))
     return out
 
 
-def compare_with_uninterrupted(rows: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+def compare_with_uninterrupted(exp: Path, rows: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
     """Each trial's configs trained again in one go (one :class:`ssot.population.Population` per Ray
-    trial, the same rungs inside, the same seed): the epochs of ``trials.csv`` whose values differ,
+    trial, the same rungs inside, the same seed, from the source-only model its trials shared): the epochs of ``trials.csv`` whose values differ,
     and, in a population, members that end at another epoch (ASHA across trials stops a trial where
     the order of results decides: those are compared up to their last epoch)."""
     from ssot.population import Population
     from tune.outputs import trial_config
+    from tune.trial import PRETRAINED_DIR, pretrain_shared
 
     population = int(info.get("population") or 1)
+    shared = str(exp.parent / PRETRAINED_DIR)  # the source-only model the search's trials shared (seeded: the same)
     groups: dict[str, list[str]] = {}
     for member in sorted(rows):
         groups.setdefault(member.rsplit("-", 1)[-1] if population > 1 else member, []).append(member)
     compared, differing, details = 0, 0, []
     for group in groups.values():
         configs = [trial_config(rows[m].iloc[-1], info) for m in group]
+        if population == 1:  # no rung inside: the epochs after the last one reached change nothing before it
+            reached = [rows[m]["epoch"].dropna() for m in group]
+            configs = [dataclasses.replace(c, epochs=int(r.max())) if len(r) and r.max() >= 1 else c for c, r in zip(configs, reached)]
         records = Population(configs, rungs=info.get("rungs") or () if population > 1 else (),
-                             reduction_factor=int(info.get("reduction_factor") or 3), metric=info.get("metric", "target_acc")).fit()
+                             reduction_factor=int(info.get("reduction_factor") or 3), metric=info.get("metric", "target_acc")
+                             ).fit(pretrain=lambda host: pretrain_shared(host, shared))
         for member, record in zip(group, records):
             want = {int(e["epoch"]): e for e in record["epochs"]}
             mine = rows[member].dropna(subset=["epoch"])

@@ -17,6 +17,7 @@ verified copy of each save of Ray's state, :mod:`tune.state`).
 """
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
@@ -42,13 +43,17 @@ def recorded(path: str) -> list[TrialHistory]:
 
     from tune import state
 
+    quiet = logging.getLogger("ray.tune.analysis.experiment_analysis")
+    level, quiet.level = quiet.level, logging.ERROR  # "Failed to fetch metrics": a trial with no result.json yet
     try:
         analysis = ExperimentAnalysis(path)
+        frames = analysis.trial_dataframes
     except Exception:  # noqa: BLE001 - no state at all: nothing ran
         return []
+    finally:
+        quiet.setLevel(level)
     fs, folder = storage.filesystem(path)
     saved = {t.trial_id: t for t in state.saved_trials(fs, folder)}
-    frames = analysis.trial_dataframes
     out = []
     for trial in analysis.trials:
         kept = state.trial_history(fs, folder, saved[trial.trial_id]) if trial.trial_id in saved else None
@@ -281,8 +286,9 @@ class KeepLastGood(ray_tune.Callback):
     staging folder and before its background copy to the experiment folder starts: the copy is
     taken then, from that folder, which the trials name. It returns no state (Ray writes no
     callback file for it). The trials are Ray's own list, handed to :meth:`on_step_begin`, which
-    holds the trials of a save made later in the step; a save without trials is not kept (nothing
-    would be restored from it). A copy that fails is named once on stderr and its index removed:
+    holds the trials of a save made later in the step. A save before any step (a resumed driver
+    whose every trial had ended saves once, at its end, without a step) or without trials is not
+    kept: it holds what the copy holds, or nothing to restore. A copy that fails is named once on stderr and its index removed:
     ``--resume`` then reads Ray's own files.
     """
 

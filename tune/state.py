@@ -366,8 +366,10 @@ def restore_last_good(path: str) -> list[str]:
 
     Each file of the copy whose content in the folder differs (truncated by a driver killed while
     Ray copied it, of an older save, or missing) is written back whole; a file of the same kind with
-    a newer name (a save Ray began to copy after the last good copy) is moved into
-    :data:`SET_ASIDE_DIR`, so that Ray restores the copy. Nothing changes when the experiment has no
+    a newer name (a save of which no copy was kept: a driver that ran no step of Ray's loop, since
+    every trial of the state it restored had ended, and was killed during its final outputs; its
+    save holds the trials of the copy) is moved into :data:`SET_ASIDE_DIR`, so that Ray restores
+    the copy. Nothing changes when the experiment has no
     copy (started by an earlier version) or when a copy does not match its SHA-256 (a line says so:
     the folder's own files are then checked as they are).
     """
@@ -388,7 +390,8 @@ def restore_last_good(path: str) -> list[str]:
             aside = storage.join(path, LAST_GOOD_DIR, SET_ASIDE_DIR, newer)
             storage.write_bytes(aside, storage.read_bytes(storage.join(path, newer)) or b"")
             storage.remove(storage.join(path, newer))
-            lines.append(f"{newer} was written after Ray's last complete save: set aside in {LAST_GOOD_DIR}/{SET_ASIDE_DIR}/")
+            lines.append(f"{newer} is newer than the last good copy of Ray's saved state (a save without a copy: cut "
+                         f"short, or of a driver that ran no step): set aside in {LAST_GOOD_DIR}/{SET_ASIDE_DIR}/")
         if storage.read_bytes(storage.join(path, name)) != data:
             storage.write_bytes(storage.join(path, name), data)
             lines.append(f"{name} restored from the last good copy of Ray's saved state (a driver killed while Ray wrote it)")
