@@ -99,10 +99,10 @@ def default_samples(kills: int, population: int) -> int:
 
 def plan(kills: int, rng: random.Random, phases: tuple[str, ...] = PHASES) -> list[str]:
     """The phase of each kill: every phase of ``phases`` but ``final`` equally often in a seeded
-    order, about a tenth ``final`` (at least one from 3 kills on, all of them when it is the only
+    order, about a tenth ``final`` (at least one from 2 kills on, all of them when it is the only
     phase), last."""
     others = [p for p in phases if p != "final"]
-    finals = 0 if "final" not in phases else kills if not others else 0 if kills < 3 else max(1, kills // 10)
+    finals = 0 if "final" not in phases else kills if not others else 0 if kills < 2 else max(1, kills // 10)
     running = [others[i % len(others)] for i in range(kills - finals)]
     rng.shuffle(running)
     return running + ["final"] * finals

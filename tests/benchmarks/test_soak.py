@@ -66,19 +66,20 @@ def test_bad_input_is_one_line_before_any_work(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_reduced_soak_kills_the_search_in_three_phases_and_finds_nothing_wrong(tmp_path):
-    """3 kills (Ray's state being saved, a checkpoint, the final outputs) of a search of 3 configs x 2
+def test_a_reduced_soak_kills_the_search_twice_and_finds_nothing_wrong(tmp_path):
+    """2 kills (while Ray's state is saved, then in the final outputs) of a search of 3 configs x 2
     epochs, each resumed: no epoch lost or repeated, each trial's values those of an uninterrupted
-    run, trials.csv, best_config.json, the Optuna study and Ray's state agree, nothing left RUNNING."""
+    run, trials.csv, best_config.json, the Optuna study and Ray's state agree, nothing left RUNNING.
+    (Seed 1 kills at the first save of Ray's state. Each driver starts its own Ray: about 20 s
+    here, so the soak cannot be much shorter.)"""
     out = tmp_path / "soak"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--task", "digits", "--kills", "3", "--phases", "state-save,checkpoint,final",
-                           "--num-samples", "3", "--epochs", "2", "--iters-per-epoch", "5", "--out", str(out)],
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--task", "digits", "--kills", "2", "--phases", "state-save,final",
+                           "--num-samples", "3", "--epochs", "2", "--iters-per-epoch", "5", "--seed", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0, line + proc.stderr[-3000:]
-    for part in ("3 of 3 kills", "lost epochs 0, duplicated epochs 0, lost configs 0", "epochs unlike an uninterrupted run 0 of",
-                 "disagreeing trials 0", "left RUNNING in the study 0", "processes left 0"):
+    for part in ("2 of 2 kills (state-save 1, final 1)", "lost epochs 0, duplicated epochs 0, lost configs 0",
+                 "epochs unlike an uninterrupted run 0 of", "disagreeing trials 0", "left RUNNING in the study 0", "processes left 0"):
         assert part in line, line
     report = json.loads((out / "soak.json").read_text())
-    assert report["kills"][-1]["killed_in"] == "final" and report["compared_epochs"] >= 3
-    assert [d["status"] for d in report["drivers"]] == ["killed"] * 3 + [0]
+    assert report["compared_epochs"] >= 3 and [d["status"] for d in report["drivers"]] == ["killed"] * 2 + [0]

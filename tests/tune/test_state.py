@@ -230,3 +230,17 @@ def test_result_json_files_cut_short_by_a_killed_copy_lose_no_epoch(stopped):
         result.write_bytes(b"" if result.parent == kept[0].parent else result.read_bytes()[:100])
     outcome = run_search(options)
     assert outcome.status == "finished" and (folder / "trials.csv").read_text() == before
+
+
+def test_a_driver_killed_while_ray_wrote_tuner_pkl_leaves_a_search_that_starts_anew(tmp_path):
+    """Ray writes tuner.pkl in place when a search starts, before its first save: a driver killed
+    then left it cut short, and --resume refused the experiment for good. With no saved state and
+    no trials.csv, nothing was recorded: the search starts anew (Ray writes tuner.pkl again)."""
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / state.TUNER_FILE).write_bytes(pickle.dumps({"tuner": "state"})[:7])
+    fs, path = storage.filesystem(str(folder))
+    assert state.check_resumable(fs, path, str(folder), max_epochs=2, expected_trials=3) is False
+    (folder / "trials.csv").write_text("task,trial_id\n")  # results exist: never started anew over them
+    with pytest.raises(state.CorruptStateError, match="cannot be resumed: tuner.pkl is truncated or not a pickle"):
+        state.check_resumable(fs, path, str(folder), max_epochs=2, expected_trials=3)
