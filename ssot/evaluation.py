@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset, Subset
 
 from ssot import validators as V
-from ssot.data.base import TaskData
+from ssot.data.base import TaskData, num_samples
 
 
 class Model(Protocol):
@@ -81,7 +81,7 @@ def collect_stack(model: Model, ds: Dataset, *, mix: bool = False, mix_seed: int
                 mixed.append(torch.softmax(logits_mixed, dim=-1))
     out = Pass(torch.cat(feats, dim=1), torch.cat(probs, dim=1), torch.cat(labels).long())
     out.mix = [(0.0, 0, 0.0, 0)] * out.probs.shape[0]
-    if partner is not None and len(ds) > 1:  # type: ignore[arg-type]
+    if partner is not None and num_samples(ds) > 1:
         pseudo = out.probs.argmax(-1)
         out.mix = [V.mixval_scores(m, q, q[partner.to(q.device)]) for m, q in zip(torch.cat(mixed, dim=1), pseudo)]
     return out
@@ -126,7 +126,7 @@ def partner_view(ds: Dataset, seed: int = MIX_SEED) -> tuple[torch.Tensor, Datas
         cached = None
     if cached is not None and cached[0] == seed:
         return cached[1], cached[2]
-    partner = V.mixval_partners(len(ds), seed)  # type: ignore[arg-type]
+    partner = V.mixval_partners(num_samples(ds), seed)
     order = partner.tolist()
     base, indices = (ds.dataset, [ds.indices[i] for i in order]) if isinstance(ds, Subset) else (ds, order)
     view = _PartnerView(base, indices)
@@ -155,7 +155,7 @@ def split_source(task: TaskData, fraction: float, seed: int) -> tuple[Dataset, D
     source pretraining and adaptation (``p_s``, the class weights and every batch then come from
     the rest), and the evaluation source is exactly the held-out samples.
     """
-    n = len(task.source)
+    n = num_samples(task.source)
     if fraction == 0:
         return task.source, task.source_eval
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + 7)).tolist()

@@ -43,6 +43,7 @@ from ssot import evaluation, method, ot
 from ssot.batches import Batches
 from ssot.config import PRETRAINING_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
+from ssot.data.base import num_samples
 from ssot.errors import ConfigError, DivergedError
 from ssot.method import CHECK_EVERY, LOSSES, Batch
 from ssot.models import build_models
@@ -70,7 +71,7 @@ def dataset_labels(ds: Dataset) -> torch.Tensor:
         return ds.tensors[1].long()
     if hasattr(ds, "targets"):
         return torch.as_tensor(list(ds.targets), dtype=torch.long)
-    return torch.tensor([int(ds[i][1]) for i in range(len(ds))], dtype=torch.long)
+    return torch.tensor([int(ds[i][1]) for i in range(num_samples(ds))], dtype=torch.long)
 
 
 class Trainer:
@@ -95,7 +96,7 @@ class Trainer:
         input_dim = self.task.input_shape[0] if config.backbone == "features" else None
         f, eta, g = build_models(config, K, input_dim)
         self.batches = Batches(config, self.device)
-        self.f = f.to(self.device, memory_format=self.batches.format)
+        self.f = f.to(self.device).to(memory_format=self.batches.format)
         self.eta, self.g = eta.to(self.device), g.to(self.device)
         # torch.compile on CUDA only (on a CPU it would compile C++ for minutes and change nothing measured)
         self._f = torch.compile(self.f) if config.compile and self.device.type == "cuda" else self.f
@@ -109,19 +110,19 @@ class Trainer:
         self.p_t = torch.full((K,), 1.0 / K, device=self.device)
 
         gen = torch.Generator().manual_seed(config.seed)
-        n_src = len(held_out)
+        n_src = num_samples(held_out)
         k = n_src if config.source_eval_samples == 0 else min(n_src, config.source_eval_samples)
         self.source_eval_subset = Subset(held_out, torch.randperm(n_src, generator=gen)[:k].tolist())
 
         self.opt_fe = self._adam(config.lr)
         self.opt_g = torch.optim.Adam(self.g.parameters(), lr=config.lr_g)
-        self.solver = build_solver(config, self.g, self.opt_g, len(self.task.target), self.device)
+        self.solver = build_solver(config, self.g, self.opt_g, num_samples(self.task.target), self.device)
         self.epoch = 0
         self.record: dict[str, Any] = {
             "config": config.to_dict(),
             "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
-                     "target_classes": self.task.target_classes, "n_source": len(self.task.source),
-                     "n_source_holdout": n_src if config.source_holdout else 0, "n_target": len(self.task.target)},
+                     "target_classes": self.task.target_classes, "n_source": num_samples(self.task.source),
+                     "n_source_holdout": n_src if config.source_holdout else 0, "n_target": num_samples(self.task.target)},
             "source_outlier_share": float(self.p_s[self.outliers].sum()) if len(self.outliers) else 0.0,
             "source_class_freq": self.p_s.tolist(),  # with class_weights: estimated p_t = p_s * m (analysis only)
             "target_class_freq": ot.label_frequencies(dataset_labels(self.task.target_eval), K).tolist() if self.task.labeled_target else None,
@@ -242,7 +243,7 @@ class Trainer:
     # ------------------------------------------------------------------ adaptation
     def iterations_per_epoch(self) -> int:
         cfg = self.config
-        return cfg.iters_per_epoch or max(1, len(self.source_train) // cfg.batch_size)
+        return cfg.iters_per_epoch or max(1, num_samples(self.source_train) // cfg.batch_size)
 
     def epoch_batches(self, epoch: int) -> tuple[Iterator[tuple[torch.Tensor, torch.Tensor]], Iterator[tuple[torch.Tensor, torch.Tensor]]]:
         """The source batches ``(x, y)`` and target batches ``(x, sample ids)`` of adaptation epoch

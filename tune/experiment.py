@@ -34,7 +34,7 @@ from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
 # by their module path and restores them on --resume.
-from tune.live import DropEndedCheckpoints, LiveOutputs, TrialLines, recorded  # noqa: F401
+from tune.live import DropEndedCheckpoints, KeepLastGood, LiveOutputs, TrialLines, recorded  # noqa: F401
 from tune.members import TRIAL_FORMAT
 from tune.options import SearchOptions, base_config, check_options, experiment_root
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
@@ -168,7 +168,7 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster
             ),
             run_config=ray_tune.RunConfig(
                 name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=([TrialLines(path)] if options.verbose >= 1 else []) + [LiveOutputs(path, info)]
+                callbacks=([TrialLines(path)] if options.verbose >= 1 else []) + [LiveOutputs(path, info), KeepLastGood(path)]
                 + [DropEndedCheckpoints(keep_last=options.keep_checkpoints)]
                 + ([StudySync(searcher)] if searcher is not None and searcher.mirror is not None else [])
                 + list(options.callbacks),
@@ -242,7 +242,7 @@ def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str |
 
     if options.search == "grid":
         return None
-    sampler: Any
+    sampler: optuna.samplers.BaseSampler
     if options.search == "tpe" and sources:
         sampler = warmstart.WarmStartSampler(sources, spaces.optuna_space(options.space), seed=options.seed,
                                              constant_liar=options.members > 1)

@@ -11,11 +11,13 @@ recorded of its earlier runs.
 The other live view of a search, its Optuna study in a database, is :mod:`tune.study`.
 
 The search's other callbacks live here too: :class:`TrialLines` (one printed line per ended or
-restarted trial, with the progress against ``--num-samples``) and :class:`DropEndedCheckpoints`
-(checkpoints removed once Ray's saved state no longer needs them).
+restarted trial, with the progress against ``--num-samples``), :class:`DropEndedCheckpoints`
+(checkpoints removed once Ray's saved state no longer needs them) and :class:`KeepLastGood` (a
+verified copy of each save of Ray's state, :mod:`tune.state`).
 """
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
@@ -33,20 +35,30 @@ from tune.outputs import ENDED, TrialHistory, best_config, expected_configs, tri
 
 
 def recorded(path: str) -> list[TrialHistory]:
-    """The trials Ray's saved state of the experiment at ``path`` holds, with everything they
-    reported (their ``result.json``, every driver's run) and how they ended; none when nothing
-    ran."""
+    """The trials Ray's saved state of the experiment at ``path`` holds, with the reports their
+    saved state descends from (:func:`tune.state.trial_history`: the history in their latest
+    checkpoint, or kept once they ended; else their ``result.json``, every driver's run) and how
+    they ended; none when nothing ran."""
     from ray.tune import ExperimentAnalysis
 
+    from tune import state
+
+    quiet = logging.getLogger("ray.tune.analysis.experiment_analysis")
+    level, quiet.level = quiet.level, logging.ERROR  # "Failed to fetch metrics": a trial with no result.json yet
     try:
         analysis = ExperimentAnalysis(path)
+        frames = analysis.trial_dataframes
     except Exception:  # noqa: BLE001 - no state at all: nothing ran
         return []
-    frames = analysis.trial_dataframes
+    finally:
+        quiet.setLevel(level)
+    fs, folder = storage.filesystem(path)
+    saved = {t.trial_id: t for t in state.saved_trials(fs, folder)}
     out = []
     for trial in analysis.trials:
+        kept = state.trial_history(fs, folder, saved[trial.trial_id]) if trial.trial_id in saved else None
         frame = frames.get(trial.trial_id)
-        results = frame.to_dict("records") if frame is not None and len(frame) else []
+        results = kept if kept is not None else frame.to_dict("records") if frame is not None and len(frame) else []
         error = (last_error_line(trial)[0] or "errored (see the trial's error.txt)") if trial.status == "ERROR" else None
         out.append(TrialHistory(str(trial.trial_id), dict(trial.config), results, str(trial.status), error,
                                 int(getattr(trial, "num_failures", 0) or 0)))
@@ -176,8 +188,8 @@ class TrialLines(ray_tune.Callback):
     def _line(self, trials: list, trial: Any, suffix: str) -> None:
         result, listed = trial.last_result or {}, members.members_of(trial.config, trial.trial_id)
         entries = members.entries(result)
-        lead = members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries else None
-        lead = lead if lead is not None else next(iter(listed))
+        found = members.lead(entries, self.metric, metric_spec(self.metric).direction or "max") if entries else None
+        lead = found if found is not None else next(iter(listed))
         entry, config = entries.get(lead, {}), listed.get(lead, {})
         shown = dict.fromkeys((self.metric, "target_acc"))
         values = ", ".join(f"{m} {entry[m]:.4f}" for m in shown if members.finite(entry.get(m)) is not None) or "no result"
@@ -207,8 +219,10 @@ class DropEndedCheckpoints(ray_tune.Callback):
     neither the saved state nor the running search knows (a driver killed before it saved that
     trial: ``--resume`` runs it again). Removing them when a trial
     ends, before its end is saved, left a driver killed in between with a state that restored a
-    finished trial from a checkpoint that was gone: the trial errored for good. Errored trials keep
-    their latest checkpoint (``--resume`` continues them). Checked at most every :attr:`PERIOD_S`
+    finished trial from a checkpoint that was gone: the trial errored for good. Before a finished
+    trial's checkpoints are removed, the history of its latest one is kept in its folder
+    (:func:`tune.state.keep_history`: its rows of ``trials.csv``). Errored trials keep their latest
+    checkpoint (``--resume`` continues them). Checked at most every :attr:`PERIOD_S`
     seconds, and once more when the search ends.
     """
 
@@ -243,7 +257,8 @@ class DropEndedCheckpoints(ray_tune.Callback):
                 if kept is None:  # a trial of a driver killed before it saved its state: re-run, never restored
                     below = math.inf if entry.base_name.startswith("trial_") and entry.base_name not in live else 0
                 elif kept.status == state.TERMINATED and not getattr(self, "keep_last", False):
-                    below = math.inf  # a finished trial is never restored
+                    # a finished trial is never restored; its history is kept in its folder first
+                    below = math.inf if state.keep_history(fs, folder, kept) else 0
                 else:  # never the one it would be restored from, nor newer ones
                     below = kept.checkpoint if kept.checkpoint is not None else 0
                 if entry.type != pyarrow.fs.FileType.Directory or below <= done.get(entry.base_name, 0):
@@ -261,3 +276,47 @@ def _error_summary(trial: Any) -> str:
     """The last line of a trial's error and where its full traceback is."""
     line, path = last_error_line(trial)
     return f"{line[:200] if line else 'see its log'} (traceback: {path})"
+
+
+class KeepLastGood(ray_tune.Callback):
+    """Keep a verified copy of each save of Ray's experiment state in the experiment folder
+    ``path`` (:class:`tune.state.LastGood`), so that a driver killed while Ray copies its state
+    files leaves a search that ``--resume`` continues (:func:`tune.state.restore_last_good`).
+
+    Ray gives a callback no hook after a save, but asks every callback for its state
+    (:meth:`get_state`) while it saves, after the save's files are written into the driver's
+    staging folder and before its background copy to the experiment folder starts: the copy is
+    taken then, from that folder, which the trials name. It returns no state (Ray writes no
+    callback file for it). The trials are Ray's own list, handed to :meth:`on_step_begin`, which
+    holds the trials of a save made later in the step. A save before any step (a resumed driver
+    whose every trial had ended saves once, at its end, without a step) or without trials is not
+    kept: it holds what the copy holds, or nothing to restore. A copy that fails is named once on stderr and its index removed:
+    ``--resume`` then reads Ray's own files.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path}  # what a driver learns while it runs is not pickled with the Tuner
+
+    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
+        self._trials = trials
+
+    def get_state(self) -> dict | None:
+        from tune import state
+
+        trials = self.__dict__.get("_trials") or []
+        if not trials:
+            return None
+        keeper = self.__dict__.setdefault("_keeper", state.LastGood(self.path))
+        try:
+            keeper.keep(state.save_files(trials[0].storage.experiment_driver_staging_path))
+        except (OSError, ValueError, AttributeError) as exc:
+            keeper.forget()
+            if not self.__dict__.get("_warned"):
+                print(f"warning: the last good copy of Ray's saved state was not written ({type(exc).__name__}: "
+                      f"{' '.join(str(exc).split())[:200]}); a driver killed while Ray writes its state may leave a "
+                      "search that cannot be resumed", file=sys.stderr, flush=True)
+            self._warned = True
+        return None

@@ -46,7 +46,7 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def _processes() -> dict[int, tuple[int, str]]:
+def processes() -> dict[int, tuple[int, str]]:
     """Every process: pid -> (parent pid, start time in clock ticks since boot)."""
     found = {}
     for entry in Path("/proc").iterdir():
@@ -61,7 +61,7 @@ def _processes() -> dict[int, tuple[int, str]]:
 
 
 def descendants(root: int, table: dict[int, tuple[int, str]]) -> dict[int, str]:
-    """The processes below ``root`` in ``table`` (:func:`_processes`): pid -> start time."""
+    """The processes below ``root`` in ``table`` (:func:`processes`): pid -> start time."""
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in table.items():
         children.setdefault(parent, []).append(pid)
@@ -76,7 +76,7 @@ def descendants(root: int, table: dict[int, tuple[int, str]]) -> dict[int, str]:
 def reap(noted: dict[int, str]) -> None:
     """SIGTERM, then SIGKILL, the ``noted`` processes that still run (same pid and start time)."""
     def alive() -> list[int]:
-        table = _processes()
+        table = processes()
         return [pid for pid, started in noted.items() if pid in table and table[pid][1] == started]
 
     for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 0.0)):
@@ -96,13 +96,13 @@ def reap(noted: dict[int, str]) -> None:
 
 def late(sessions: set[bytes]) -> dict[int, str]:
     """Processes whose command line names one of the Ray ``sessions``: pid -> start time."""
-    return {pid: started for pid, (_, started) in _processes().items() if pid != os.getpid()
+    return {pid: started for pid, (_, started) in processes().items() if pid != os.getpid()
             and (found := SESSION.search(_cmdline(pid))) is not None and found.group(0) in sessions}
 
 
 def watch(driver: int, source: IO[bytes]) -> int:
     """Note the driver's new descendants until ``release`` (0) or the end of input (reap them)."""
-    before = set(descendants(driver, _processes()))
+    before = set(descendants(driver, processes()))
     noted: dict[int, str] = {}
     sessions: set[bytes] = set()
     received = b""
@@ -120,7 +120,7 @@ def watch(driver: int, source: IO[bytes]) -> int:
             received += chunk
             if RELEASE in received:
                 return 0
-        new = {pid: t for pid, t in descendants(driver, _processes()).items() if pid not in before and pid not in noted}
+        new = {pid: t for pid, t in descendants(driver, processes()).items() if pid not in before and pid not in noted}
         noted.update(new)
         sessions.update(found.group(0) for pid in new if (found := SESSION.search(_cmdline(pid))) is not None)
 

@@ -67,8 +67,12 @@ def _shown(value: Any) -> str:
 
 def restorable(path: str, info: dict[str, Any], verbose: int) -> bool:
     """Whether a resumed search has Ray state to restore (:func:`tune.state.check_resumable`:
-    a corrupt one is refused); a checkpoint it would restore a trial from but that is gone is
-    rebuilt first (:func:`tune.state.repair_checkpoints`)."""
+    a corrupt one is refused), after its last good copy is put back
+    (:func:`tune.state.restore_last_good`: Ray's files cut short or of two saves by a driver killed
+    while Ray wrote them); a checkpoint it would restore a trial from but that is gone is rebuilt
+    (:func:`tune.state.repair_checkpoints`)."""
+    for line in state.restore_last_good(path):  # a driver killed while Ray wrote its state
+        print(f"{info['task']}: {line}", flush=True)
     fs, folder = storage.filesystem(path)
     if not state.check_resumable(fs, folder, path, int(info["max_epochs"]), expected_trials(info)):
         return False

@@ -50,7 +50,7 @@ from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, RUNNING
 from tune import members as member_results
 from tune.members import finite
-from tune.study import ATTEMPT_ATTR, MEMBER_ATTR, RAY_TRIAL_ATTR, StudyMirror, quietly
+from tune.study import ATTEMPT_ATTR, MEMBER_ATTR, ORPHAN_ATTR, RAY_TRIAL_ATTR, StudyMirror, quietly
 
 #: The user attributes an ended Optuna trial gets (besides the ids): its status in trials.csv, then its final metrics.
 STATUS_ATTR = "status"
@@ -65,6 +65,51 @@ def optuna_state(status: str) -> Any:
     states = {COMPLETED: optuna.trial.TrialState.COMPLETE, DIVERGED: optuna.trial.TrialState.COMPLETE,
               EARLY_STOPPED: optuna.trial.TrialState.PRUNED, ERRORED: optuna.trial.TrialState.FAIL}
     return states.get(status)
+
+
+def disagreements(study_trials: list[Any], frame: Any, metric: str) -> dict[str, str]:
+    """Where a search's Optuna study (its trials, e.g. of ``--optuna-storage``) disagrees with its
+    ``trials.csv`` (``frame``): a member id of ``trials.csv`` (or ``#<number>`` of an Optuna trial)
+    -> the first difference found; empty when they agree trial by trial.
+
+    They agree when every member of ``trials.csv`` is the latest attempt (:data:`ATTEMPT_ATTR`) of
+    one Optuna trial with its member id and its config, told the state of its last status
+    (:func:`optuna_state`) with that status as a user attribute, its ``metric`` at every epoch as
+    intermediate values and, unless it failed, its final value; and when the study holds no trial
+    left running or waiting, and no other trial than the failed ones a killed driver had asked for
+    (:data:`tune.study.ORPHAN_ATTR`).
+    """
+    found: dict[str, str] = {}
+    for trial in study_trials:
+        if trial.state.name in ("RUNNING", "WAITING"):
+            found[f"#{trial.number}"] = f"left {trial.state.name} in the study"
+    latest: dict[Any, Any] = {}
+    for trial in sorted(study_trials, key=lambda t: t.user_attrs.get(ATTEMPT_ATTR, 1)):
+        latest[trial.user_attrs.get(MEMBER_ATTR)] = trial
+    rows = {str(member): group.sort_values("epoch") for member, group in frame.groupby("trial_id")} if len(frame) else {}
+    for member, trial in latest.items():
+        if member not in rows and ORPHAN_ATTR not in trial.user_attrs and f"#{trial.number}" not in found:
+            found[f"#{trial.number}"] = f"in the study (member {member}) but not in trials.csv"
+    for member, mine in rows.items():
+        trial, last = latest.get(member), mine.iloc[-1]
+        if trial is None:
+            found[member] = "in trials.csv but not in the study"
+            continue
+        epochs = mine.dropna(subset=["epoch"])
+        values = {int(e): float(v) for e, v in zip(epochs["epoch"], epochs[metric]) if math.isfinite(float(v))}
+        wanted = optuna_state(str(last["status"]))
+        checks = [(name, not math.isclose(float(value), float(last[name]), rel_tol=1e-9))
+                  for name, value in trial.params.items()]
+        checks += [("state", wanted is None or trial.state != wanted),
+                   ("intermediate values", trial.intermediate_values != values),
+                   ("value", trial.state.name not in ("FAIL", "RUNNING", "WAITING")
+                    and not math.isclose(float(trial.value), float(last[metric]), rel_tol=1e-9)),
+                   ("status", trial.user_attrs.get(STATUS_ATTR) != last["status"])]
+        differ = [name for name, bad in checks if bad]
+        if differ:
+            found[member] = (f"{', '.join(differ)} differ (study: {trial.state.name}, status {trial.user_attrs.get(STATUS_ATTR)}; "
+                             f"trials.csv: {last['status']} at epoch {last['epoch']})")
+    return found
 
 
 class StudySearcher(Searcher):

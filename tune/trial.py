@@ -4,8 +4,10 @@
 as one :class:`ssot.population.Population` (a population of one is exactly its config's
 :class:`ssot.trainer.Trainer` run, any backbone, solver and precision; more members are stacked on
 a feature cache) and reports every epoch (:func:`tune.members.report`: one entry per member, the
-lead member's at the top) with a checkpoint of every member (:data:`tune.state.STATE_FILE`). Ray
-restarts a trial from its last checkpoint after a failure and ``--resume`` continues it there.
+lead member's at the top) with a checkpoint of every member (:data:`tune.state.STATE_FILE`) and of
+the trial's reports so far (:data:`tune.state.HISTORY_FILE`: what ``trials.csv`` is built from,
+whatever became of Ray's ``result.json``). Ray restarts a trial from its last checkpoint after a
+failure and ``--resume`` continues it there.
 
 Besides the config, a trial's params carry private keys starting with ``_``:
 
@@ -46,7 +48,7 @@ from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import DIVERGED, EARLY_STOPPED
 from ssot.trainer import Trainer
 from tune import members as member_results
-from tune.state import ENDED_FILE, STATE_FILE
+from tune.state import ENDED_FILE, HISTORY_FILE, STATE_FILE, read_history
 
 #: The trial's private params of early stopping inside it and of its metric.
 RUNGS_KEY, REDUCTION_KEY, METRIC_KEY = "_rungs", "_reduction_factor", "_metric"
@@ -67,7 +69,7 @@ def run_trial(params: dict[str, Any]) -> None:
     chosen = metric_spec(params.get(METRIC_KEY) or DEFAULT_METRIC)
     population = Population(configs, task_of(configs[0]), rungs=params.get(RUNGS_KEY) or (),
                             reduction_factor=int(params.get(REDUCTION_KEY) or 3), metric=chosen.name)
-    ended, state = restored(STATE_FILE, population.device)
+    ended, state, history = restored(STATE_FILE, population.device)
     if ended:  # the trial had ended (tune.state.repair_checkpoints)
         return
     if state is not None:
@@ -76,15 +78,29 @@ def run_trial(params: dict[str, Any]) -> None:
         population.pretrain(lambda host: pretrain_shared(host, params.get("_pretrain_cache")))
         if not population.alive:  # every member diverged in the shared pretraining: no accuracy at all
             entries = {ids[m.index]: member_results.diverged_entry(0, m.record["reason"], None) for m in population.members}
-            tune.report(member_results.report(entries, chosen.name, chosen.direction or "max"))
+            _report(member_results.report(entries, chosen.name, chosen.direction or "max"), history, ended=True)
             return
     while population.alive:
         touched = population.adapt_epoch()
         entries = {ids[m.index]: _entry(m, population.epoch, configs[m.index].epochs) for m in touched}
-        with tempfile.TemporaryDirectory() as folder:
-            torch.save(population.state_dict(), Path(folder) / STATE_FILE)
-            tune.report(member_results.report(entries, chosen.name, chosen.direction or "max"),
-                        checkpoint=tune.Checkpoint.from_directory(folder))
+        _report(member_results.report(entries, chosen.name, chosen.direction or "max"), history, population.state_dict())
+
+
+def _report(result: dict[str, Any], history: list[dict[str, Any]] | None, state: dict[str, Any] | None = None,
+            ended: bool = False) -> None:
+    """Report ``result`` to Ray with a checkpoint holding the members' ``state`` (or, for a trial that
+    ``ended`` without one, :data:`tune.state.ENDED_FILE`) and the trial's ``history`` with ``result``
+    appended (:data:`tune.state.HISTORY_FILE`; ``history`` None: restored from a checkpoint of an
+    earlier version, which had none: none is written)."""
+    with tempfile.TemporaryDirectory() as folder:
+        if state is not None:
+            torch.save(state, Path(folder) / STATE_FILE)
+        if ended:
+            (Path(folder) / ENDED_FILE).write_text(json.dumps({"ended": "before any epoch"}))
+        if history is not None:
+            history.append(result)
+            (Path(folder) / HISTORY_FILE).write_text(json.dumps(history))
+        tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
 
 
 def _entry(member: Any, epoch: int, max_epochs: int) -> dict[str, Any]:
@@ -96,19 +112,21 @@ def _entry(member: Any, epoch: int, max_epochs: int) -> dict[str, Any]:
     return entry
 
 
-def restored(filename: str, device: Any) -> tuple[bool, dict[str, Any] | None]:
-    """This trial's checkpoint, as ``(ended, state)``: ``(False, None)`` without one; ``(True,
-    None)`` for the checkpoint :func:`tune.state.repair_checkpoints` made for a trial that had
-    ended (the trainable returns at once); else the state in its file ``filename``, loaded
-    safely (:func:`load_state`)."""
+def restored(filename: str, device: Any) -> tuple[bool, dict[str, Any] | None, list[dict[str, Any]] | None]:
+    """This trial's checkpoint, as ``(ended, state, history)``: ``(False, None, [])`` without one;
+    ``ended`` True for a checkpoint of a trial that had ended (made by
+    :func:`tune.state.repair_checkpoints`, or reported with its end: the trainable returns at once);
+    else the state in its file ``filename``, loaded safely (:func:`load_state`), and the reports it
+    descends from (:data:`tune.state.HISTORY_FILE`; None in a checkpoint of an earlier version)."""
     checkpoint = tune.get_checkpoint()
     if checkpoint is None:
-        return False, None
+        return False, None, []
     with checkpoint.as_directory() as folder:
         if (Path(folder) / ENDED_FILE).is_file():
-            return True, None
+            return True, None, None
         data = (Path(folder) / filename).read_bytes()
-    return False, load_state(data, f"the trial's checkpoint {checkpoint.path}/{filename}", device)
+        history = read_history((Path(folder) / HISTORY_FILE).read_bytes()) if (Path(folder) / HISTORY_FILE).is_file() else None
+    return False, load_state(data, f"the trial's checkpoint {checkpoint.path}/{filename}", device), history
 
 
 #: The task data of the last trial this worker process ran, by the config's ``task`` group

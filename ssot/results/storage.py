@@ -71,21 +71,33 @@ def write_text(uri: str, text: str) -> None:
 def write_bytes(uri: str, data: bytes) -> None:
     """Write a whole file at once: readers never see half of it (a local file is written beside
     and renamed; an object store stores an object in one piece)."""
-    if not is_uri(uri):
-        local = Path(uri)
-        local.parent.mkdir(parents=True, exist_ok=True)
-        tmp = local.with_name(f".{local.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, local)
-        except BaseException:  # a full disk: no half-written file left behind
-            tmp.unlink(missing_ok=True)
-            raise
+    if is_uri(uri):
+        write_whole(*_fs(uri), data)
+    else:
+        _write_local(Path(uri), data)
+
+
+def write_whole(fs: Any, path: str, data: bytes) -> None:
+    """:func:`write_bytes` at ``path`` of the pyarrow filesystem ``fs`` (:func:`filesystem`)."""
+    import pyarrow.fs
+
+    if isinstance(fs, pyarrow.fs.LocalFileSystem):
+        _write_local(Path(path), data)
         return
-    fs, path = _fs(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with fs.open_output_stream(path) as out:
         out.write(data)
+
+
+def _write_local(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no half-written file left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_bytes(uri: str) -> bytes | None:

@@ -307,7 +307,7 @@ def test_a_search_killed_before_it_wrote_experiment_json_leaves_its_name_usable(
 def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
     """kill -9 of a driver that started its own Ray: its watchdog (tune/reaper.py) ends every process
     Ray started (Ray's DashboardAgent and RuntimeEnvAgent outlived the driver by over 30 s before)."""
-    from tune.reaper import _processes, descendants
+    from tune.reaper import descendants, processes
 
     driver = subprocess.Popen([*SEARCH, "--task", "digits", "--num-samples", "2", "--epochs", "30", "--set", "pretrain_epochs=1",
                                "--num-cpus", "2", "--storage-path", str(tmp_path), "--quiet"],
@@ -318,7 +318,7 @@ def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
         time.sleep(0.5)
     assert list(trials.glob("trial_*")), "no trial started"
     time.sleep(3)  # the trials' workers and Ray's agents are up
-    table = _processes()
+    table = processes()
     ray = {pid: started for pid, started in descendants(driver.pid, table).items()
            if "tune.reaper" not in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")}
     assert len(ray) >= 3  # GCS, raylet, agents, workers
@@ -326,7 +326,7 @@ def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
     driver.wait()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        table = _processes()
+        table = processes()
         left = [pid for pid, started in ray.items() if pid in table and table[pid][1] == started]
         if not left:
             break

@@ -3,6 +3,7 @@ when a checkpoint it needs is gone; all on a copy of a real finished search."""
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 
 import pytest
@@ -50,11 +51,13 @@ def test_resume_with_other_settings_is_refused_naming_them(stopped):
     assert digest(folder) == before and not ray.is_initialized()
 
 
-@pytest.mark.parametrize("pattern", ["experiment_state-*.json", "tuner.pkl", "searcher-state-*.pkl"])
-def test_a_truncated_ray_state_is_refused_before_anything_runs(stopped, pattern):
+@pytest.mark.parametrize("pattern", ["experiment_state-*.json", "tuner.pkl", "searcher-state-*.pkl", "search_gen_state-*.json"])
+def test_a_truncated_ray_state_without_a_last_good_copy_is_refused_before_anything_runs(stopped, pattern):
+    """An experiment without the last good copy (started by an earlier version, or whose copy is gone)."""
     import ray
 
     folder, options = stopped
+    shutil.rmtree(folder / state.LAST_GOOD_DIR)
     target = sorted(folder.glob(pattern))[-1]
     _cut(target)
     before = digest(folder)
@@ -131,3 +134,113 @@ def test_a_search_started_by_the_previous_trial_shape_is_refused_on_resume_in_on
                                         r"state holds trials of another shape, so it cannot be continued; .* Start a new search"):
         run_search(options)
     assert digest(folder) == before and not ray.is_initialized()
+
+
+def test_a_finished_search_keeps_a_last_good_copy_of_rays_last_save(finished_search):
+    """The copy (tune.live.KeepLastGood) is Ray's last save: the newest file of each kind, whole, named by its SHA-256."""
+    folder = finished_search.folder
+    index = json.loads((folder / state.LAST_GOOD_DIR / state.LAST_GOOD_INDEX).read_text())["files"]
+    newest = {sorted(folder.glob(pattern))[-1].name for pattern in state.SAVE_PATTERNS if list(folder.glob(pattern))}
+    assert set(index) == newest and {"searcher-state", "search_gen_state", "experiment_state"} <= {n.split("-2")[0] for n in index}
+    for name, digest_ in index.items():
+        assert (folder / state.LAST_GOOD_DIR / digest_).read_bytes() == (folder / name).read_bytes()
+    assert sorted(p.name for p in (folder / state.LAST_GOOD_DIR).iterdir()) == sorted([*index.values(), state.LAST_GOOD_INDEX])
+
+
+@pytest.mark.parametrize("damage", ["cut", "empty", "mixed", "newer"])
+def test_rays_state_cut_short_by_a_killed_copy_is_restored_from_its_last_good_copy_and_resumed(stopped, damage):
+    """Ray copies its state files into the experiment folder in place (open, truncate, write): a
+    driver killed during the copy left an experiment state cut short (the CI failure of the killed
+    population search: "experiment_state-....json is truncated or not Ray's") or of two saves, and
+    the search could never be resumed. --resume now puts Ray's last save back from its copy and
+    goes on; nothing of trials.csv is lost."""
+    import ray
+
+    folder, options = stopped
+    before = (folder / "trials.csv").read_text()
+    target = sorted(folder.glob("experiment_state-*.json"))[-1]
+    good = target.read_bytes()
+    searcher = sorted(folder.glob("searcher-state-*.pkl"))[-1]
+    good_searcher = searcher.read_bytes()
+    if damage == "cut":  # the kill fell in the middle of the copy: both files cut short
+        _cut(target)
+        _cut(searcher)
+    elif damage == "empty":  # right after the copy truncated the file
+        target.write_bytes(b"")
+    elif damage == "mixed":  # whole files, but the searcher's of another save than the trials'
+        searcher.write_bytes(pickle.dumps({"an older save": True}))
+    else:  # a later driver's first copy, cut short
+        (folder / "experiment_state-2999-01-01_00-00-00.json").write_bytes(good[:100])
+    lines = state.restore_last_good(str(folder))
+    assert lines and all("restored from the last good copy" in line or "set aside" in line for line in lines), lines
+    assert target.read_bytes() == good and searcher.read_bytes() == good_searcher and not (folder / "experiment_state-2999-01-01_00-00-00.json").exists()
+    assert state.restore_last_good(str(folder)) == []  # once
+    outcome = run_search(options)
+    assert outcome.status == "finished" and (folder / "trials.csv").read_text() == before and not ray.is_initialized()
+
+
+def test_a_damaged_last_good_copy_is_not_used(stopped):
+    folder, options = stopped
+    index = json.loads((folder / state.LAST_GOOD_DIR / state.LAST_GOOD_INDEX).read_text())["files"]
+    name = next(n for n in index if n.startswith("experiment_state"))
+    _cut(folder / state.LAST_GOOD_DIR / index[name])
+    _cut(folder / name)
+    assert state.restore_last_good(str(folder)) == [
+        f"the last good copy of Ray's saved state ({state.LAST_GOOD_DIR}/) is damaged at {name}: not used"]
+    with pytest.raises(state.CorruptStateError, match=f"cannot be resumed: {name} is truncated"):
+        run_search(options)
+
+
+def test_the_last_good_copy_is_whole_at_every_moment_of_its_writing(tmp_path, monkeypatch):
+    """Each copy is written before the index that names it, and removed only once no index names it:
+    a driver killed at any write leaves an index whose copies are all there."""
+    staging, exp = tmp_path / "staging", tmp_path / "exp"
+    staging.mkdir()
+    exp.mkdir()
+    saves = [{"experiment_state-A.json": json.dumps({"trial_data": []}).encode(), "searcher-state-A.pkl": pickle.dumps({"n": n})}
+             for n in range(3)]
+    keeper = state.LastGood(str(exp))
+    written = []
+    real = storage.write_bytes
+    monkeypatch.setattr(storage, "write_bytes", lambda uri, data: (written.append(uri), real(uri, data)))
+    for files in saves:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        keeper.keep(state.save_files(str(staging)))
+        index = json.loads((exp / state.LAST_GOOD_DIR / state.LAST_GOOD_INDEX).read_text())["files"]
+        assert {n: (exp / state.LAST_GOOD_DIR / d).read_bytes() for n, d in index.items()} == files
+    # the index is the last file written at each save; the unchanged experiment state was stored once
+    assert [w.rsplit("/", 1)[-1] == state.LAST_GOOD_INDEX for w in written].count(True) == 3
+    assert written[-1].endswith(state.LAST_GOOD_INDEX) and len(written) == (2 + 1) + (1 + 1) + (1 + 1)
+    assert len(list((exp / state.LAST_GOOD_DIR).iterdir())) == 3  # the index and the last save's two copies
+    with pytest.raises(ValueError, match="searcher-state-A.pkl is truncated or not a pickle"):
+        keeper.keep({"experiment_state-A.json": saves[0]["experiment_state-A.json"], "searcher-state-A.pkl": b"\x80\x04"})
+
+
+def test_result_json_files_cut_short_by_a_killed_copy_lose_no_epoch(stopped):
+    """Ray rewrites every trial's result.json in place at each save of its state: a driver killed
+    then leaves them cut short or empty, and trials.csv, built from them, lost those trials' epochs
+    on --resume. It is built from the history that each trial's checkpoint holds
+    (tune.state.HISTORY_FILE), kept in the trial's folder once it ended."""
+    folder, options = stopped
+    before = (folder / "trials.csv").read_text()
+    kept = sorted(folder.glob(f"trial_*/{state.HISTORY_FILE}"))
+    assert len(kept) == 3 and not list(folder.glob("trial_*/checkpoint_*"))  # the checkpoints are gone, the histories kept
+    for result in folder.glob("trial_*/result.json"):
+        result.write_bytes(b"" if result.parent == kept[0].parent else result.read_bytes()[:100])
+    outcome = run_search(options)
+    assert outcome.status == "finished" and (folder / "trials.csv").read_text() == before
+
+
+def test_a_driver_killed_while_ray_wrote_tuner_pkl_leaves_a_search_that_starts_anew(tmp_path):
+    """Ray writes tuner.pkl in place when a search starts, before its first save: a driver killed
+    then left it cut short, and --resume refused the experiment for good. With no saved state and
+    no trials.csv, nothing was recorded: the search starts anew (Ray writes tuner.pkl again)."""
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / state.TUNER_FILE).write_bytes(pickle.dumps({"tuner": "state"})[:7])
+    fs, path = storage.filesystem(str(folder))
+    assert state.check_resumable(fs, path, str(folder), max_epochs=2, expected_trials=3) is False
+    (folder / "trials.csv").write_text("task,trial_id\n")  # results exist: never started anew over them
+    with pytest.raises(state.CorruptStateError, match="cannot be resumed: tuner.pkl is truncated or not a pickle"):
+        state.check_resumable(fs, path, str(folder), max_epochs=2, expected_trials=3)

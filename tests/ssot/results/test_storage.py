@@ -92,6 +92,8 @@ def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashbo
     assert any(n.startswith("experiment_state") for n in names) and any(n.startswith("searcher-state") for n in names)
     assert [k for k in keys if "/_pretrained/pretrained-" in k]  # the shared source-only model
     assert not [k for k in keys if "/checkpoint_" in k]  # dropped when each trial ended
+    assert any(k.endswith("/runs/s3exp/digits/.ssot-state/last-good.json") for k in keys)  # the last good copy of Ray's state (tune.state)
+    assert len([k for k in keys if k.endswith("/history.json")]) == 2  # each trial's history, kept once it ended
     frame = pd.read_csv(pd.io.common.StringIO(_read(s3, "runs/s3exp/digits/trials.csv")))
     assert frame["trial_id"].nunique() == 2 and (frame["status"] == "completed").all()
     for _, rows in frame.groupby("trial_id"):  # the interrupted trial continued from its checkpoint
