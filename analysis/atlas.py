@@ -62,6 +62,7 @@ def _inside(path: Path, folder: Path) -> bool:
 def atlas(args: argparse.Namespace) -> int:
     """The command's work: choose the searches and check every input and output, then draw."""
     from analysis.dashboard.atlas import ATLAS_FIGURES_DIR, ATLAS_FILE, build_atlas_page, static_names
+    from analysis.dashboard.page import print_written
     from analysis.data.atlas import build_atlas
     from analysis.data.experiments import load_experiments
     from analysis.data.transfer import find_atlas_transfer
@@ -100,11 +101,9 @@ def atlas(args: argparse.Namespace) -> int:
     result = build_atlas_page(searches, args.out, root=str(args.results_dir), transfer=transfer,
                               notes=notes, view=args.view, n_bootstrap=args.bootstrap, images=not args.no_images,
                               image_format=args.format, log=print, atlas=chosen)
-    for problem in [*problems, *result.problems]:
+    for problem in problems:
         print(problem, file=sys.stderr)
-    print(f"wrote {result.path} ({len(chosen.tasks)} tasks, {len(chosen.groups)} group(s), {result.n_plots} plots)")
-    if result.images:
-        print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
+    print_written(result, f"{len(chosen.tasks)} tasks, {len(chosen.groups)} group(s), {result.n_plots} plots")
     return cli.EXIT_OK
 
 

@@ -137,6 +137,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 def dashboard(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, :func:`analysis.dashboard.build_dashboard`, the problems on stderr."""
     from analysis.dashboard import build_dashboard
+    from analysis.dashboard.page import print_written
 
     check_outputs(args)
     result = build_dashboard(
@@ -144,11 +145,7 @@ def dashboard(args: argparse.Namespace) -> int:
         images=not args.no_images, image_format=args.format, bins=args.bins,
         image_backend=args.image_backend, paper_csv=args.paper_csv, n_boot=args.bootstrap,
     )
-    for problem in result.problems:
-        print(problem, file=sys.stderr)
-    print(f"wrote {result.path} ({result.n_experiments} experiment(s), {result.n_plots} plots)")
-    if result.images:
-        print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
+    print_written(result, f"{result.n_experiments} experiment(s), {result.n_plots} plots")
     return cli.EXIT_OK
 
 

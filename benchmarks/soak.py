@@ -238,7 +238,7 @@ def run_until(driver: Driver, phase: str, rng: random.Random, start_window: floa
 def search_flags(args: argparse.Namespace, out: Path, samples: int, extra: list[str]) -> list[str]:
     flags = ["--task", args.task, "--num-samples", str(samples), "--epochs", str(args.epochs), "--seed", str(args.seed),
              "--set", "pretrain_epochs=1", "--set", f"iters_per_epoch={args.iters_per_epoch}", "--grace-period", "1",
-             "--reduction-factor", "2", "--storage-path", str(out / "runs"), "--name", "soak", "--verbose", "1",
+             "--reduction-factor", "2", "--storage-path", str(out / "runs"), "--name", "soak",
              "--optuna-storage", f"sqlite:///{out / 'optuna.db'}"]
     if args.population > 1:
         flags += ["--features", str(args.features), "--population", str(args.population)]

@@ -377,6 +377,15 @@ def add_config_file(parser: argparse.ArgumentParser | Any, what: str) -> None:
     parser.add_argument("--config", type=Path, metavar="PATH", help=f"a config file (JSON, e.g. tune/export.py's); {what}")
 
 
+def add_config_source(parser: argparse.ArgumentParser, task_use: str, config_use: str) -> None:
+    """The config a command runs, given one way: ``--task`` (its default config, ``task_use``) or
+    ``--config PATH`` (a config file, ``config_use``); then ``--seeds``."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    add_config_flag(source, "task", task_use, default_text="")
+    add_config_file(source, config_use)
+    add_seeds(parser)
+
+
 def add_figure_flags(parser: argparse.ArgumentParser | Any, formats: Sequence[str], default: Sequence[str]) -> None:
     """``--format`` (the static figures' formats among ``formats``) and ``--no-images`` (the HTML page only)."""
     parser.add_argument("--format", choices=list(formats), nargs="+", default=list(default), help="static figure formats")

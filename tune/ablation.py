@@ -96,10 +96,7 @@ def ablation_markdown(table: pd.DataFrame) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.Parser(prog="python tune/ablation.py", description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    cli.add_config_flag(source, "task", "here: its default config is the full method", default_text="")
-    cli.add_config_file(source, "the full method's (a best or confirmed config)")
-    cli.add_seeds(parser)
+    cli.add_config_source(parser, "here: its default config is the full method", "the full method's (a best or confirmed config)")
     parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="folder: <variant>/runs/, ablation.csv, ablation.md")
     cli.add_config_flag(parser, "epochs", "overrides the config's (quick checks)", default_text="the config's")
     cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")

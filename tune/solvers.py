@@ -55,10 +55,7 @@ def solver_table(by_solver: Mapping[str, Sequence[Mapping[str, Any] | RunRecord]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.Parser(prog="python tune/solvers.py", description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    cli.add_config_flag(source, "task", "here: its default config is compared", default_text="")
-    cli.add_config_file(source, "the config compared (e.g. a best config)")
-    cli.add_seeds(parser)
+    cli.add_config_source(parser, "here: its default config is compared", "the config compared (e.g. a best config)")
     parser.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: solvers_<task>)")
     cli.add_config_flag(parser, "epochs", "overrides the config's", default_text="the config's")
     cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")

@@ -87,6 +87,15 @@ class AtlasSection:
     def __bool__(self) -> bool:
         return bool(self.html)
 
+    def add(self, stem: str, group: str, title: str, chart: Callable[..., go.Figure],
+            mpl_chart: Callable[..., Any], *data: Any) -> str:
+        """Draw ``chart(*data, title)`` as the interactive figure ``atlas-<stem>-<group>`` and its
+        static twin ``mpl_chart(*data, title)`` as ``atlas__<stem>__<group>``; the div id."""
+        div = f"atlas-{stem}-{group}"
+        self.figures[div] = chart(*data, title)
+        self.static[f"atlas__{stem}__{group}"] = StaticFigure(self.figures[div], partial(mpl_chart, *data, title))
+        return div
+
     def script(self) -> str:
         """The figures as JSON and the script that draws each one into its container."""
         data = ("{" + ",".join(f"{json.dumps(k)}:{pio.to_json(f, validate=False)}" for k, f in self.figures.items())
@@ -184,11 +193,8 @@ def _importance(atlas: Atlas, evaluator: BaseImportanceEvaluator | None, section
     for group in atlas.groups:
         tasks = atlas.of_group(group.label)
         frame = importance_frame({t.task: importance_infos(t.results, t.space, evaluator) for t in tasks}, list(tasks[0].space))
-        div = f"atlas-importance-{group.label}"
-        title = f"Group {group.label}: importance per task"
-        section.figures[div] = charts.importance_atlas_figure(frame, title)
-        section.static[f"atlas__importance__{group.label}"] = StaticFigure(
-            section.figures[div], partial(mpl.importance_atlas_figure_mpl, frame, title))
+        div = section.add("importance", group.label, f"Group {group.label}: importance per task",
+                          charts.importance_atlas_figure, mpl.importance_atlas_figure_mpl, frame)
         per_task = []
         params = [p for p in dict.fromkeys(frame["param"]) if p]
         for t in tasks:
@@ -220,10 +226,8 @@ def _effects(atlas: Atlas, section: AtlasSection) -> str:
     for group in atlas.groups:
         tasks = atlas.of_group(group.label)
         frame = effects_frame({t.task: signed_effects(t.results, t.space) for t in tasks})
-        div = f"atlas-effects-{group.label}"
-        title = f"Group {group.label}: signed effect on accuracy"
-        section.figures[div] = charts.effects_figure(frame, title)
-        section.static[f"atlas__effects__{group.label}"] = StaticFigure(section.figures[div], partial(mpl.effects_figure_mpl, frame, title))
+        div = section.add("effects", group.label, f"Group {group.label}: signed effect on accuracy",
+                          charts.effects_figure, mpl.effects_figure_mpl, frame)
         rows = [[_e(r.task), param_label(r.param), str(r.n), _num(r.rho, 2, True),
                  "&mdash;" if math.isnan(r.low) else f"[{r.low:+.2f}, {r.high:+.2f}]", _e(r.direction if not r.note else r.note)]
                 for r in frame.itertuples()]
@@ -270,12 +274,9 @@ def _tunability(atlas: Atlas, section: AtlasSection, n_bootstrap: int, log: Log 
         parts.append(f"<p class=\"meta\">Shared values (best across the group's tasks, one hyperparameter at a time): {shared}. "
                      f"Shared config (best on average): {whole}. The paper's default: {default}.</p>")
         for reference, stem in (("shared", "tunability"), ("default", "tunability-default")):
-            div = f"atlas-{stem}-{group.label}"
             what = "the shared value" if reference == "shared" else "the paper's default"
-            title = f"Group {group.label}: accuracy lost at {what}"
-            section.figures[div] = charts.tunability_figure(info, reference, title)
-            section.static[f"atlas__{stem}__{group.label}"] = StaticFigure(
-                section.figures[div], partial(mpl.tunability_figure_mpl, info, reference, title))
+            div = section.add(stem, group.label, f"Group {group.label}: accuracy lost at {what}",
+                              charts.tunability_figure, mpl.tunability_figure_mpl, info, reference)
             parts += [_div(div), f"<p class=\"meta\">Loss at {what} (points, 95 % bootstrap interval):</p>",
                       _tunability_table(info, reference)]
         div = f"atlas-profiles-{group.label}"
@@ -323,10 +324,8 @@ def _rungs(atlas: Atlas, section: AtlasSection) -> str:
     for group in atlas.groups:
         tasks = atlas.of_group(group.label)
         frame = rungs_frame({t.task: rung_correlations(t.experiment, t.table) for t in tasks})
-        div = f"atlas-rungs-{group.label}"
-        title = f"Group {group.label}: rank correlation of each rung with the last epoch"
-        section.figures[div] = charts.rungs_figure(frame, title)
-        section.static[f"atlas__rungs__{group.label}"] = StaticFigure(section.figures[div], partial(mpl.rungs_figure_mpl, frame, title))
+        div = section.add("rungs", group.label, f"Group {group.label}: rank correlation of each rung with the last epoch",
+                          charts.rungs_figure, mpl.rungs_figure_mpl, frame)
         rows = [[_e(r.task), f"{r.rung}{' (ASHA rung)' if r.asha else ''}", str(r.final_epoch), str(r.n), _num(r.rho, 2),
                  "&mdash;" if math.isnan(r.low) else f"[{r.low:.2f}, {r.high:.2f}]",
                  f"<b>{_e(r.strength)}</b>" if r.very_strong else _e(r.strength or r.note)] for r in frame.itertuples()]
@@ -342,10 +341,8 @@ def _coverage(atlas: Atlas, section: AtlasSection) -> str:
     for group in atlas.groups:
         tasks = atlas.of_group(group.label)
         infos = {t.task: coverage_infos(t.table, t.results, t.space) for t in tasks}
-        div = f"atlas-coverage-{group.label}"
-        title = f"Group {group.label}: proposals of each search"
-        section.figures[div] = charts.coverage_figure(infos, title)
-        section.static[f"atlas__coverage__{group.label}"] = StaticFigure(section.figures[div], partial(mpl.coverage_figure_mpl, infos, title))
+        div = section.add("coverage", group.label, f"Group {group.label}: proposals of each search",
+                          charts.coverage_figure, mpl.coverage_figure_mpl, infos)
         params = list(dict.fromkeys(c.param for items in infos.values() for c in items))
         rows = []
         for task, items in infos.items():

@@ -28,6 +28,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -102,6 +103,16 @@ class DashboardResult:
     problems: list[Problem] = field(default_factory=list)
     n_experiments: int = 0
     n_plots: int = 0
+
+
+def print_written(result: DashboardResult | Any, summary: str) -> None:
+    """What a page command prints once its page is written (the dashboard's and the atlas's):
+    each problem on stderr, then the page with ``summary`` and the folder of its static figures."""
+    for problem in result.problems:
+        print(problem, file=sys.stderr)
+    print(f"wrote {result.path} ({summary})")
+    if result.images:
+        print(f"wrote {len(result.images)} static figure file(s) to {result.images[0].parent}")
 
 
 # --------------------------------------------------------------------------------------------

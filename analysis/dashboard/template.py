@@ -12,7 +12,8 @@ view, :mod:`analysis.data.views`). The trial tables sort by a clicked column hea
 marks (``layout.meta.marks``, :func:`analysis.charts.style.add_marks`) draws in its last trace.
 """
 
-PAGE = r"""<!DOCTYPE html>
+#: The start both pages share, up to their own style rules (``$title``: the page's title).
+HEAD = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -20,7 +21,27 @@ PAGE = r"""<!DOCTYPE html>
 <title>$title</title>
 <style>
   body { font-family: Helvetica, Arial, sans-serif; margin: 0; color: #222; background: #fafafa; }
-  header { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ddd;
+"""
+
+#: The script both pages share: every script error (and unhandled rejection) listed in the page's
+#: "Script errors" box, and ``window.__dashboardReport`` for the page's own reports.
+ERROR_SCRIPT = """<script type="text/javascript">
+(function () {
+  var box = document.getElementById("js-errors");
+  function report(message) {
+    box.hidden = false;
+    var item = document.createElement("li");
+    item.textContent = String(message);
+    box.querySelector("ul").appendChild(item);
+  }
+  window.addEventListener("error", function (event) { report(event.message || event); });
+  window.addEventListener("unhandledrejection", function (event) { report(event.reason); });
+  window.__dashboardReport = report;
+})();
+</script>
+"""
+
+PAGE = HEAD + r"""  header { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ddd;
            padding: 10px 20px; display: flex; flex-wrap: wrap; gap: 18px; align-items: center; }
   header h1 { font-size: 18px; margin: 0 12px 0 0; }
   header label { font-size: 14px; }
@@ -109,21 +130,7 @@ SSOT accuracy. Click a row to open its experiment.</p>
 $cross
 $sections
 </main>
-<script type="text/javascript">
-(function () {
-  var box = document.getElementById("js-errors");
-  function report(message) {
-    box.hidden = false;
-    var item = document.createElement("li");
-    item.textContent = String(message);
-    box.querySelector("ul").appendChild(item);
-  }
-  window.addEventListener("error", function (event) { report(event.message || event); });
-  window.addEventListener("unhandledrejection", function (event) { report(event.reason); });
-  window.__dashboardReport = report;
-})();
-</script>
-<script type="text/javascript">$plotlyjs</script>
+""" + ERROR_SCRIPT + r"""<script type="text/javascript">$plotlyjs</script>
 <script type="text/javascript">
 var FIGURES = $figures;
 var MODE_LABELS = $mode_labels;
@@ -347,15 +354,7 @@ var PLOT_CONFIG = $plot_config;
 
 #: The atlas's own page (``analysis/atlas.py``): the section of :mod:`analysis.dashboard.atlas`,
 #: plotly.js inlined, script errors listed in a box as on the dashboard.
-ATLAS_PAGE = r"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>$title</title>
-<style>
-  body { font-family: Helvetica, Arial, sans-serif; margin: 0; color: #222; background: #fafafa; }
-  main { padding: 8px 20px 40px; max-width: 1500px; }
+ATLAS_PAGE = HEAD + r"""  main { padding: 8px 20px 40px; max-width: 1500px; }
   .meta { color: #555; font-size: 13px; margin: 4px 0; }
   .note { color: #444; font-size: 14px; }
   .warnings { border: 1px solid #e0a800; background: #fff8e1; padding: 6px 14px; margin: 12px 0;
@@ -376,21 +375,7 @@ ATLAS_PAGE = r"""<!DOCTYPE html>
 <p class="meta">Results <code>$root</code>, generated $generated.</p>
 $warnings
 <div id="js-errors" class="warnings" hidden><h3>Script errors</h3><ul></ul></div>
-<script type="text/javascript">
-(function () {
-  var box = document.getElementById("js-errors");
-  function report(message) {
-    box.hidden = false;
-    var item = document.createElement("li");
-    item.textContent = String(message);
-    box.querySelector("ul").appendChild(item);
-  }
-  window.addEventListener("error", function (event) { report(event.message || event); });
-  window.addEventListener("unhandledrejection", function (event) { report(event.reason); });
-  window.__dashboardReport = report;
-})();
-</script>
-<script type="text/javascript">$plotlyjs</script>
+""" + ERROR_SCRIPT + r"""<script type="text/javascript">$plotlyjs</script>
 $section
 </main>
 </body>

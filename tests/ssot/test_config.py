@@ -119,7 +119,7 @@ def test_task_defaults_come_from_the_dataset_registry():
     assert SSOTConfig.for_task("custom").backbone == "resnet50"
     assert SSOTConfig.for_task("H2P").backbone == "digits_cnn" and SSOTConfig.for_task("P2P").iters_per_epoch == 28
     assert SSOTConfig.for_task("digits") == SSOTConfig()
-    with pytest.raises(ConfigError, match="Unknown task 'X2Y'. Valid tasks: digits, A2W, .*, P2H, H2P, H2H, P2P, custom\\."):
+    with pytest.raises(ConfigError, match="Unknown task 'X2Y'. Valid tasks: digits, A2W, .*, P2H, H2P, H2H, P2P, .*, S2S, custom\\."):
         SSOTConfig.for_task("X2Y")
 
 

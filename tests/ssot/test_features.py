@@ -179,7 +179,7 @@ def test_the_plausible_mistakes_are_refused_in_one_line_before_any_work(tmp_path
     SSOTConfig.for_task("P2H").to_json(config)
     out = str(tmp_path / "c.pt")
     cases = {
-        ("--task", "P2X", "--out", out): "Unknown task 'P2X'. Did you mean 'P2P'? Valid tasks:",
+        ("--task", "P2HX", "--out", out): "Unknown task 'P2HX'. Did you mean 'P2H'? Valid tasks:",
         ("--task", "P2H", "--out", str(tmp_path / "afile")): "already exists",
         ("--task", "P2H", "--out", str(tmp_path)): "is a folder, not a file",
         ("--task", "P2H", "--out", str(tmp_path / "afile" / "c.pt")): "cannot be created",
