@@ -3,6 +3,7 @@
     python -m ssot.features --task P2H --out caches/P2H-s0.pt
     python benchmarks/population_drift.py --cache caches/P2H-s0.pt --task P2H            # 16 random configs, seed 0
     python benchmarks/population_drift.py --cache caches/H2P-s0.pt --task H2P --workers 2
+    python benchmarks/population_drift.py --cache caches/P2H-s0.pt --task P2H --device cuda   # batched products: drift
 
 Trains ``--configs`` random configs of the default space (Optuna's random sampler, ``--seed``) as
 one population (:class:`ssot.population.Population`, ``--workers`` processes) and each of them as
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random configs (default 0)")
     parser.add_argument("--workers", type=int, default=1, help="the population's worker processes (default 1)")
     parser.add_argument("--epochs", type=int, help="adaptation epochs (default: the task's)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both sides train (default cpu)")
     args = parser.parse_args(argv)
     import torch
 
@@ -107,13 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     from ssot.data.features import load_feature_task
 
     torch.set_num_threads(1)
-    changes: dict[str, Any] = {"backbone": "features", "features_path": str(args.cache), "device": "cpu", "num_threads": 1}
+    changes: dict[str, Any] = {"backbone": "features", "features_path": str(args.cache), "device": args.device, "num_threads": 1}
     if args.epochs:
         changes["epochs"] = args.epochs
     base = SSOTConfig.for_task(args.task, **changes)
     task = load_feature_task(args.cache, args.task)
     configs = random_configs(base, args.configs, args.seed)
-    print(f"device: {device_name('cpu')}; torch {torch.__version__}; {load()}", flush=True)
+    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}", flush=True)
     print(f"{args.task}: {args.configs} random configs (seed {args.seed}), {base.epochs} epochs of "
           f"{base.iters_per_epoch or 'all'} iterations, population with {args.workers} worker(s) against independent runs")
     rows = drift(configs, task, args.workers)
