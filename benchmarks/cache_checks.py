@@ -25,7 +25,6 @@ Office-31 images       2,817 + 795 decoded images of 256 x 256 x 3 (0.66 GiB)
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -97,7 +96,9 @@ def measure(folder: Path, rounds: int) -> list[tuple[str, float, float, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/cache_checks.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/cache_checks.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (alternated), after one warm-up round")
     parser.add_argument("--folder", type=Path, help="where the caches are written (default: a temporary folder, removed)")
     args = parser.parse_args(argv)

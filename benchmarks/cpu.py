@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -83,7 +82,9 @@ def ssot_vs_ce(trainer: Any, batch: tuple, iters: int) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/cpu.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/cpu.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--image-size", type=int, default=64, help="crop size of the ResNet-50 timings (paper: 224)")
     parser.add_argument("--per-class", type=int, default=3, help="generated images per class and domain")
     parser.add_argument("--iters", type=int, default=40, help="timed iterations of section 2 (digits; ResNet-50: a quarter)")

@@ -63,7 +63,7 @@ def cpu_name() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python benchmarks/dev_weights.py", description=__doc__.split("\n\n")[0])
+    parser = cli.Parser(prog="python benchmarks/dev_weights.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--real", nargs="*", default=[], metavar="TASK", help="embedded tasks whose source-only features to weigh too")
     parser.add_argument("--seeds", type=int, default=8, help="data seeds per Gaussian setting")
     return parser

@@ -50,7 +50,9 @@ def screen(reference: object, stage: str, args: argparse.Namespace, folder: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/encoder_stages.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/encoder_stages.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", type=Path, required=True, help="a finished end-to-end search (its task folder)")
     parser.add_argument("--stages", nargs="+", default=["pretrained", "untrained"], help="encoder stages to compare")
     parser.add_argument("--epochs", type=int, help="screening epochs (default: the reference's)")

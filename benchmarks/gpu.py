@@ -425,7 +425,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/gpu.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/gpu.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="where to measure (default cuda; cpu: "
                         "the CPU's figures, or with --smoke every code path)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every section runs, measures nothing")

@@ -21,7 +21,6 @@ the gap of the semi-dual :math:`H` to its maximum). Speed is measured here, neve
 """
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -93,7 +92,9 @@ def bench(b: int, d: int, eps: float, repeats: int, seed: int = 0) -> list[tuple
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 256, 1024])
     parser.add_argument("--dim", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (POT's numpy is single-threaded)")

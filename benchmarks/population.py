@@ -265,7 +265,9 @@ def screen(task: str, cache: Path, n: int, args: argparse.Namespace, device: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/population.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/population.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--cache", type=Path, help="a feature cache (default: a synthetic Office-31-sized one)")
     parser.add_argument("--task", default="A2W", help="the cache's task (default A2W, the synthetic cache's)")

@@ -19,7 +19,6 @@ largest relative difference of each parameter.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -94,7 +93,9 @@ def one_step(configs: list[Any], task: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/population_drift.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/population_drift.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, required=True, help="a feature cache (python -m ssot.features)")
     parser.add_argument("--task", required=True, help="the cache's task")
     parser.add_argument("--configs", type=int, default=16, help="random configs (default 16)")

@@ -14,7 +14,6 @@ plus evaluation, measured by the trainer). The ideal wall time is work / concurr
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -59,7 +58,9 @@ def measure(num_samples: int, num_cpus: int, storage: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/search_overhead.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/search_overhead.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--num-samples", type=int, default=20)
     parser.add_argument("--num-cpus", type=int, default=2)
     args = parser.parse_args(argv)

@@ -73,8 +73,9 @@ REPEATED, SIGNS = ("state-save", "checkpoint", "report", "trial-end"), 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python benchmarks/soak.py", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from ssot import cli
+
+    p = cli.Parser(prog="python benchmarks/soak.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="digits", help="an embedded task (digits, P2H, H2P) or any task whose data is there")
     p.add_argument("--kills", type=int, default=20, help="SIGKILLs of the driver's process group")
     p.add_argument("--population", type=int, default=1, metavar="P", help="configs per Ray trial (P > 1: on a feature cache)")

@@ -21,7 +21,6 @@ keeps; the ratios are the decision's evidence (docs/screening.md).
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import statistics
@@ -93,7 +92,9 @@ def variants(P: int, device: str) -> tuple[dict[str, Any], Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/stacked_layers.py", description=__doc__.split("\n\n")[0])
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/stacked_layers.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 64], help="members P (default 16 64)")
     parser.add_argument("--rounds", type=int, default=21, help="alternated rounds, the first a warm-up (default 21)")

@@ -178,7 +178,7 @@ class HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if (not action.option_strings or "(default:" in text or default is None or default is False
+        if (not action.option_strings or "(default" in text or default is None or default is False
                 or default is argparse.SUPPRESS or (isinstance(default, (list, tuple, dict)) and not default)):
             return text
         return f"{text} (default: {shown(default).replace('%', '%%')})"  # the help is %-formatted: the default is text
