@@ -290,8 +290,10 @@ class KeepLastGood(ray_tune.Callback):
     callback file for it). The trials are Ray's own list, handed to :meth:`on_step_begin`, which
     holds the trials of a save made later in the step. A save before any step (a resumed driver
     whose every trial had ended saves once, at its end, without a step) or without trials is not
-    kept: it holds what the copy holds, or nothing to restore. A copy that fails is named once on stderr and its index removed:
-    ``--resume`` then reads Ray's own files.
+    kept: it holds what the copy holds, or nothing to restore. A copy that fails is named once on
+    stderr; when the save could not be checked or read, the index is removed and ``--resume``
+    reads Ray's own files; when the storage failed (an ``OSError``: a full disk, a read-only
+    mount), which cuts Ray's own copy of that save short too, the previous copy stays.
     """
 
     def __init__(self, path: str):
@@ -313,7 +315,12 @@ class KeepLastGood(ray_tune.Callback):
         try:
             keeper.keep(state.save_files(trials[0].storage.experiment_driver_staging_path))
         except (OSError, ValueError, AttributeError) as exc:
-            keeper.forget()
+            if not isinstance(exc, OSError):
+                # this save could not be checked or read, but Ray's own files of it may be whole
+                # and newer than the copy: --resume reads them. A storage that fails (a full disk,
+                # a read-only mount) fails Ray's own copy of the save too: the previous copy stays
+                # the one --resume restores.
+                keeper.forget()
             if not self.__dict__.get("_warned"):
                 print(f"warning: the last good copy of Ray's saved state was not written ({type(exc).__name__}: "
                       f"{' '.join(str(exc).split())[:200]}); a driver killed while Ray writes its state may leave a "

@@ -186,9 +186,11 @@ def check_resumable(fs: Any, path: str, shown: str, max_epochs: int, expected_tr
     if not states and TRIALS_FILE not in names:
         return False
 
+    kept = "trials.csv" if TRIALS_FILE in names else "its trial folders (no trials.csv was written)"
+
     def refused(why: str) -> CorruptStateError:
         return CorruptStateError(f"Ray's state of experiment {shown} cannot be resumed: {why}. Nothing was run; its results "
-                                 "so far stay in trials.csv: start a new search with another --name.")
+                                 f"so far stay in {kept}: start a new search with another --name.")
 
     try:
         if TUNER_FILE not in names:
@@ -394,5 +396,6 @@ def restore_last_good(path: str) -> list[str]:
                          f"short, or of a driver that ran no step): set aside in {LAST_GOOD_DIR}/{SET_ASIDE_DIR}/")
         if storage.read_bytes(storage.join(path, name)) != data:
             storage.write_bytes(storage.join(path, name), data)
-            lines.append(f"{name} restored from the last good copy of Ray's saved state (a driver killed while Ray wrote it)")
+            lines.append(f"{name} restored from the last good copy of Ray's saved state (cut short or older: a driver "
+                         "killed, or a storage that failed, while Ray wrote it)")
     return lines

@@ -217,6 +217,47 @@ def test_the_last_good_copy_is_whole_at_every_moment_of_its_writing(tmp_path, mo
         keeper.keep({"experiment_state-A.json": saves[0]["experiment_state-A.json"], "searcher-state-A.pkl": b"\x80\x04"})
 
 
+def test_a_full_disk_keeps_the_previous_copy_and_a_save_that_cannot_be_checked_drops_it(tmp_path, monkeypatch, capsys):
+    """A full disk fails the copy of a save and Ray's own copy of it too (its files cut short: a
+    3 MB tmpfs, docs/reliability.md): the previous copy stays, and --resume restores it (before,
+    the copy was dropped and the search could not be resumed). A save whose files cannot be checked
+    (Ray's own may be whole and newer) drops the copy: --resume reads Ray's files."""
+    import errno
+    from types import SimpleNamespace
+
+    from tune.live import KeepLastGood
+
+    staging, exp = tmp_path / "staging", tmp_path / "exp"
+    staging.mkdir()
+    exp.mkdir()
+    first = {"experiment_state-A.json": json.dumps({"trial_data": []}).encode(), "searcher-state-A.pkl": pickle.dumps({"n": 0})}
+    for name, data in first.items():
+        (staging / name).write_bytes(data)
+    keeper = KeepLastGood(str(exp))
+    keeper.on_step_begin(1, [SimpleNamespace(storage=SimpleNamespace(experiment_driver_staging_path=str(staging)))])
+    assert keeper.get_state() is None
+    index = exp / state.LAST_GOOD_DIR / state.LAST_GOOD_INDEX
+    kept = index.read_text()
+    (staging / "searcher-state-A.pkl").write_bytes(pickle.dumps({"n": 1}))  # the next save, on a full disk
+
+    def full(uri: str, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(storage, "write_bytes", full)
+    keeper.get_state()
+    assert "the last good copy of Ray's saved state was not written (OSError" in capsys.readouterr().err
+    assert index.read_text() == kept
+    monkeypatch.undo()
+    (exp / "experiment_state-A.json").write_bytes(first["experiment_state-A.json"][:5])  # Ray's own copy, cut short
+    (exp / "searcher-state-A.pkl").write_bytes(b"")
+    lines = state.restore_last_good(str(exp))
+    assert len(lines) == 2 and all("restored from the last good copy" in line for line in lines), lines
+    assert {name: (exp / name).read_bytes() for name in first} == first
+    (staging / "searcher-state-A.pkl").write_bytes(b"\x80\x04")  # a save that is not whole
+    keeper.get_state()
+    assert not index.exists() and state.restore_last_good(str(exp)) == []
+
+
 def test_result_json_files_cut_short_by_a_killed_copy_lose_no_epoch(stopped):
     """Ray rewrites every trial's result.json in place at each save of its state: a driver killed
     then leaves them cut short or empty, and trials.csv, built from them, lost those trials' epochs
