@@ -1,10 +1,34 @@
-"""Helpers shared by the benchmark scripts (generated JPEG folders, timing)."""
+"""Helpers shared by the benchmark scripts (generated JPEG folders, timing, the machine a figure was measured on)."""
 from __future__ import annotations
 
+import os
+import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
+    info = Path("/proc/cpuinfo")
+    names = [line.split(":", 1)[1].strip() for line in (info.read_text().splitlines() if info.exists() else [])
+             if line.startswith("model name")]
+    return names[0] if names else platform.processor() or "unknown CPU"
+
+
+def device_name(device: str) -> str:
+    """What a figure was measured on: the GPU's name, or the CPU's model, cores and torch threads."""
+    import torch
+
+    if device == "cuda":
+        return f"GPU {torch.cuda.get_device_name(0)}"
+    return f"CPU {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
+
+
+def load() -> str:
+    """The machine's load averages (1, 5 and 15 minutes), printed beside a measurement."""
+    return "load average " + " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 def rate(fn: Callable[[], Any], *, iters: int, warmup: int, device: str) -> float:

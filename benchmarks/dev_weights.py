@@ -30,6 +30,10 @@ from ssot import cli
 from ssot import validators as V
 from ssot.results.markdown import markdown_table
 
+if __package__ in (None, ""):  # run as a script: this folder's helpers
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import cpu_name  # noqa: E402
+
 ESTIMATES: dict[str, dict[str, Any]] = {"cross-fitted (5 folds)": {}, "in-sample (before)": {"folds": 1, "l2": (0.01,)}}
 
 
@@ -50,16 +54,6 @@ def real_features(task: str):
     trainer.pretrain()
     return (evaluation.collect(trainer, trainer.source_eval_subset).feats.double(),
             evaluation.collect(trainer, trainer.task.target_eval).feats.double())
-
-
-def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
-    import platform
-
-    info = Path("/proc/cpuinfo")
-    names = [line.split(":", 1)[1].strip() for line in (info.read_text().splitlines() if info.exists() else [])
-             if line.startswith("model name")]
-    return names[0] if names else platform.processor() or "unknown CPU"
 
 
 def build_parser() -> argparse.ArgumentParser:

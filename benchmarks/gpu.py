@@ -43,7 +43,6 @@ import argparse
 import functools
 import multiprocessing as mp
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -54,7 +53,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import rate, write_task_jpegs  # noqa: E402
+from _shared import device_name, rate, write_task_jpegs  # noqa: E402
 
 BATCH = 32
 IMAGE = 224
@@ -361,11 +360,7 @@ def table(results: dict[str, Any], machine: str, sizes: Sizes = Sizes()) -> str:
 def machine_name(device: str) -> str:
     import torch
 
-    if device == "cuda":
-        what = f"GPU {torch.cuda.get_device_name(0)}"
-    else:
-        what = (f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, "
-                f"load average {os.getloadavg()[0]:.1f} at the start")
+    what = device_name(device) if device == "cuda" else f"{device_name(device)}, load average {os.getloadavg()[0]:.1f} at the start"
     return f"{what}, torch {torch.__version__}, measured {time.strftime('%Y-%m-%d')}"
 
 

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -46,19 +44,9 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import alternated  # noqa: E402
+from _shared import alternated, device_name, load  # noqa: E402
 
 OFFICE_SOURCE, OFFICE_TARGET, OFFICE_DIM = 2817, 256, 2048
-
-
-def device_name(device: str) -> str:
-    import torch
-
-    if device == "cuda":
-        return f"GPU {torch.cuda.get_device_name(0)}"
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor() or "unknown CPU") if Path("/proc/cpuinfo").exists() else platform.processor()
-    return f"CPU {model}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
 
 
 def synthetic_cache(path: Path) -> Path:
@@ -115,10 +103,6 @@ def stack_gb(base: Any, task: Any, size: int) -> float:
     g = d * 1024 + 2 * 1024 + 1  # the widest potential of the space
     cost = base.batch_size ** 2 * d * 3  # the cost matrix's (b_s, b_t, d) differences, their gradient
     return 4 * ((fe + g) * 4 + cost) * size / 1e9
-
-
-def load() -> str:
-    return "load average " + " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: float, device: str) -> list[dict[str, Any]]:

@@ -27,7 +27,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from population import device_name, load, random_configs  # noqa: E402
+from _shared import device_name, load  # noqa: E402
+from population import random_configs  # noqa: E402
 
 
 def drift(configs: list[Any], task: Any, workers: int) -> list[dict[str, Any]]:

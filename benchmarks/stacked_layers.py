@@ -22,15 +22,16 @@ keeps; the ratios are the decision's evidence (docs/screening.md).
 from __future__ import annotations
 
 import copy
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: import the project
-    sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
+if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+
+from _shared import device_name, load  # noqa: E402
 
 
 def variants(P: int, device: str) -> tuple[dict[str, Any], Any]:
@@ -107,10 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     torch.set_num_threads(args.threads)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    name = torch.cuda.get_device_name(0) if args.device == "cuda" else next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "CPU")
-    print(f"device: {name}, {torch.get_num_threads()} torch thread(s); torch {torch.__version__}; "
-          f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}")
     for P in args.sizes:
         runs, _ = variants(P, args.device)
         outputs = {label: fn() for label, fn in runs.items()}
@@ -129,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
               + f" | torch.func / batched GEMMs {medians['torch.func'] / medians['batched GEMMs']:.2f}x, "
                 f"torch.func / ssot.stacked.linear {medians['torch.func'] / medians['ssot.stacked.linear']:.2f}x; "
                 f"largest difference of the outputs {gap:.1e}")
-    print(f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    print(load())
     return 0
 
 

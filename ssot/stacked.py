@@ -52,6 +52,12 @@ EXACT_MIN_OUT = 16
 CPU_CHUNK_ELEMENTS = 1 << 16
 
 
+def cpu_chunk(member_elements: int) -> int:
+    """Members per chunk of elementwise work on a CPU, each member ``member_elements`` elements:
+    about :data:`CPU_CHUNK_ELEMENTS` in all, one member at least."""
+    return max(1, CPU_CHUNK_ELEMENTS // max(1, member_elements))
+
+
 def linear(h: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     """Member ``p``'s ``h[p] @ weight[p].T + bias[p]``, ``[P, n, out]``; a 2-d ``h`` ``[n, in]`` is
     shared by every member.
@@ -152,7 +158,7 @@ def cost_matrix(fs: Tensor, ft: Tensor) -> Tensor:
     not: the chunks are faster than one call, and each member's values are those of its own run)."""
     if fs.device.type != "cpu" or fs.shape[0] == 1:
         return ot.cost_matrix(fs, ft)
-    chunk = max(1, CPU_CHUNK_ELEMENTS // (fs.shape[1] * ft.shape[1] * fs.shape[2]))
+    chunk = cpu_chunk(fs.shape[1] * ft.shape[1] * fs.shape[2])
     return torch.cat([ot.cost_matrix(fs[i:i + chunk], ft[i:i + chunk]) for i in range(0, fs.shape[0], chunk)])
 
 
@@ -186,7 +192,7 @@ class StackedAdam:
                 continue
             neg_step = (-(lr / bias_correction1)).to(dtype=p.dtype).view(-1, *[1] * (p.dim() - 1))
             # on a CPU in chunks of members that stay in the cache (a whole stack would not)
-            rows = max(1, CPU_CHUNK_ELEMENTS // max(1, p[0].numel())) if p.device.type == "cpu" else len(p)
+            rows = cpu_chunk(p[0].numel()) if p.device.type == "cpu" else len(p)
             for i in range(0, len(p), rows):
                 part, grad, m_i, v_i = p[i:i + rows], p.grad[i:i + rows], m[i:i + rows], v[i:i + rows]
                 if self.weight_decay:
