@@ -37,10 +37,10 @@ from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_
 from tune.live import DropEndedCheckpoints, KeepLastGood, LiveOutputs, TrialLines, recorded  # noqa: F401
 from tune.members import TRIAL_FORMAT
 from tune.options import SearchOptions, base_config, check_options, experiment_root
+from tune.optuna_study import StudyMirror, check_study, public_url, study_name
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
 from tune.replay import Reference, read_reference
 from tune.searcher import StudySearcher, StudySync
-from tune.study import StudyMirror, check_study, public_url, study_name
 from tune.tracker_loggers import tracker_callbacks
 from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 

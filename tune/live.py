@@ -8,7 +8,7 @@ results through :func:`tune.outputs.trial_frame`, the same code as the final fil
 (:func:`tune.outputs.write_outputs` of :func:`recorded`). A resumed search starts from what Ray
 recorded of its earlier runs.
 
-The other live view of a search, its Optuna study in a database, is :mod:`tune.study`.
+The other live view of a search, its Optuna study in a database, is :mod:`tune.optuna_study`.
 
 The search's other callbacks live here too: :class:`TrialLines` (one printed line per ended or
 restarted trial, with the progress against ``--num-samples``), :class:`DropEndedCheckpoints`

@@ -53,7 +53,7 @@ class SearchOptions:
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
     metric: str = DEFAULT_METRIC  # what the search optimises and selects on (ssot.results.metrics)
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
-    optuna_storage: str | None = None  # database URL of the Optuna study (tune.study.optuna_storage), e.g. sqlite:///optuna.db
+    optuna_storage: str | None = None  # database URL of the Optuna study (tune.optuna_study.optuna_storage), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
     trackers: list[str] = field(default_factory=list)  # experiment trackers to log to (tune.trackers.TRACKERS)
     #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its

@@ -23,7 +23,7 @@ named after the metric (Optuna's ``set_metric_names``).
 
 The study lives in the searcher's own state, which Ray saves with its experiment state: what a
 ``--resume`` restores is exactly the study of the trials Ray continues. With ``--optuna-storage``,
-a copy is kept in the database for optuna-dashboard (:class:`tune.study.StudyMirror`), written one
+a copy is kept in the database for optuna-dashboard (:class:`tune.optuna_study.StudyMirror`), written one
 save behind Ray's (:meth:`StudySearcher.save`): a driver killed at any moment leaves a database
 that holds nothing Ray's saved state does not, so that trials ``--resume`` runs again are told
 once, with their final result, and never disagree with ``trials.csv``. The last save is copied
@@ -50,7 +50,7 @@ from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, RUNNING
 from tune import members as member_results
 from tune.members import finite
-from tune.study import ATTEMPT_ATTR, MEMBER_ATTR, ORPHAN_ATTR, RAY_TRIAL_ATTR, StudyMirror, quietly
+from tune.optuna_study import ATTEMPT_ATTR, MEMBER_ATTR, ORPHAN_ATTR, RAY_TRIAL_ATTR, StudyMirror, quietly
 
 #: The user attributes an ended Optuna trial gets (besides the ids): its status in trials.csv, then its final metrics.
 STATUS_ATTR = "status"
@@ -77,7 +77,7 @@ def disagreements(study_trials: list[Any], frame: Any, metric: str) -> dict[str,
     (:func:`optuna_state`) with that status as a user attribute, its ``metric`` at every epoch as
     intermediate values and, unless it failed, its final value; and when the study holds no trial
     left running or waiting, and no other trial than the failed ones a killed driver had asked for
-    (:data:`tune.study.ORPHAN_ATTR`).
+    (:data:`tune.optuna_study.ORPHAN_ATTR`).
     """
     found: dict[str, str] = {}
     for trial in study_trials:

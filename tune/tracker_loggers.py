@@ -13,7 +13,7 @@ from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback
 
 from tune.members import member_status
-from tune.study import study_name
+from tune.optuna_study import study_name
 from tune.trackers import STATUS_TAG, check_trackers, mlflow_uri, wandb_dir
 
 __all__ = ["tracker_callbacks", "MLflowLogger", "OfflineWandbLogger"]

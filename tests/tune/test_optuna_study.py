@@ -1,4 +1,4 @@
-"""`tune/study.py`: the Optuna study of a search in a database, refused in one line when it cannot be used."""
+"""`tune/optuna_study.py`: the Optuna study of a search in a database, refused in one line when it cannot be used."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from tests.fixtures.browser import chromium, open_url, page_text
 from tests.fixtures.servers import free_port, serve
 from tests.fixtures.study import check_study_agrees
 from tune import search
-from tune.study import public_url
+from tune.optuna_study import public_url
 
 
 def test_the_optuna_study_holds_every_trial_with_its_value(finished_search):
