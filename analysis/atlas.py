@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ssot import cli
 from ssot.errors import ResultsError
+from ssot.results import outputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,7 +98,7 @@ def atlas(args: argparse.Namespace) -> int:
                                "every search and transfer folder (e.g. RESULTS/atlas).")
     new = [ATLAS_FILE] + ([] if args.no_images else [f"{ATLAS_FIGURES_DIR}/{n}" for n in static_names(
         [g.label for g in chosen.groups], args.format)])
-    cli.check_output(args.out, "--out", folder=True, new=new)
+    outputs.check_output(args.out, "--out", folder=True, new=new)
     result = build_atlas_page(searches, args.out, root=str(args.results_dir), transfer=transfer,
                               notes=notes, view=args.view, n_bootstrap=args.bootstrap, images=not args.no_images,
                               image_format=args.format, log=print, atlas=chosen)

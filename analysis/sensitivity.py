@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ssot import cli
 from ssot.errors import ResultsError
+from ssot.results import outputs
 
 
 def _bins(text: str) -> str | int | list[float]:
@@ -123,12 +124,12 @@ def check_outputs(args: argparse.Namespace) -> None:
 
     out, figures = output_paths(args.results_dir, args.out, args.figures_dir)
     inputs = input_paths(args.results_dir, args.paper_csv)
-    cli.check_output(out, "--out", folder=False, exists_ok=True, inputs=inputs)
+    outputs.check_output(out, "--out", folder=False, exists_ok=True, inputs=inputs)
     if not args.overwrite and out.exists():
         raise ResultsError(f"--out {out} already exists; pass --overwrite to replace it, or choose another --out.")
     if args.no_images:
         return
-    cli.check_output(figures, "--figures-dir", folder=True, exists_ok=args.overwrite, inputs=inputs)
+    outputs.check_output(figures, "--figures-dir", folder=True, exists_ok=args.overwrite, inputs=inputs)
     if not args.overwrite and figures.is_dir() and any(p.is_file() for p in figures.iterdir()):
         raise ResultsError(f"--figures-dir {figures} already holds files (figures of the same names would be replaced); "
                            "pass --overwrite to write among them, or choose another --figures-dir.")

@@ -80,7 +80,7 @@ come from one function each: :func:`add_seeds` (``0 1 2``), :func:`add_quiet` (`
 the search's ``--verbose``), :func:`add_config_file` (``--config``), :func:`add_figure_flags`
 (``--format``, ``--no-images``), :func:`add_ray_flags` (``--num-cpus``, ``--address``),
 :func:`add_trial_resources` (``--cpus-per-trial``, ``--gpus-per-trial``). Outputs are checked
-before any work by :func:`check_output`; a command that reads a task's data finds it first without
+before any work by :func:`ssot.results.outputs.check_output`; a command that reads a task's data finds it first without
 loading torch or Ray (:func:`ssot.data.check_task`).
 """
 from __future__ import annotations
@@ -95,10 +95,9 @@ from pathlib import Path
 from typing import Any
 
 from ssot.errors import ConfigError, ExternalError, ResultsError, SSOTError, closest, one_line
-from ssot.results import storage
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NO_RESULT", "EXIT_EXTERNAL", "EXIT_INTERRUPTED", "exit_status",
-           "run", "command", "runs_status", "check_output", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
+           "run", "command", "runs_status", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
            "config_default", "add_config_flag", "add_config_flags", "flag_errors", "config_from_args", "add_quiet", "add_seeds",
            "check_seeds", "add_config_file", "add_figure_flags", "add_ray_flags", "add_trial_resources", "check_resources_args"]
 
@@ -159,13 +158,6 @@ def command(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentPars
         return work(args)
 
     return run(body, interrupted=lambda: said[0])
-
-
-# ------------------------------------------------------------------------------------ outputs
-#: Refuse, before any work, an output location that cannot be used (by trying to create it) or a
-#: result file that exists: every command checks its outputs with it. Owned by the module of
-#: output locations, :mod:`ssot.results.storage` (local paths and URIs).
-check_output = storage.check_output
 
 
 # ------------------------------------------------------------------------------------ parsers

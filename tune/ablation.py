@@ -27,6 +27,7 @@ import pandas as pd
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.results import outputs
 from ssot.results.final_table import format_mean_std
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, mean_std, records, run_path
@@ -109,13 +110,13 @@ def ablation(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     cli.check_resources_args(args)
     csv_path, md_path = ablation_paths(args.out)
-    cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
+    outputs.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
     with cli.flag_errors(("epochs", "device")):
         full = apply_overrides(full, epochs=args.epochs, device=args.device)
     by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus, address=args.address)
     table = ablation_table({full.task: by_variant})
-    cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
+    outputs.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     with open(csv_path, "x", newline="") as fh:  # "x": never overwrite a table
         table.to_csv(fh, index=False)
     with open(md_path, "x") as fh:

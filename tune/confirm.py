@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ssot import cli
 from ssot.errors import ResultsError, one_line
-from ssot.results import storage
+from ssot.results import discovery, outputs, storage
 from tune import confirmation, racing
 from tune.final import train_on_ray
 
@@ -77,7 +77,7 @@ def confirm(args: argparse.Namespace) -> int:
     _rule(args)  # the racing flags, refused before any work
     candidates = confirmation.gather_candidates(args.results_dir, args.top,
                                                 lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
-    cli.check_output(out, "--out", folder=True, inputs=storage.experiment_inputs(args.results_dir),
+    outputs.check_output(out, "--out", folder=True, inputs=discovery.experiment_inputs(args.results_dir),
                      new=[p.name for p in confirmation.output_paths(out, sorted({c.task for c in candidates}))])
 
     def runs(pairs: Sequence[tuple[confirmation.Candidate, int]]) -> dict:

@@ -27,6 +27,7 @@ from typing import Any
 from ssot import cli
 from ssot.config import RUNTIME_FIELDS, SSOTConfig
 from ssot.errors import ResultsError, SSOTError
+from ssot.results import outputs
 from ssot.results.final_table import result_paths, results_table, to_markdown, write_results
 from ssot.results.record import RUNS_DIR, RunRecord, read_reusable, run_path, write_new
 
@@ -289,7 +290,7 @@ def final(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, train or reuse every (config, seed), write the table."""
     cli.check_seeds(args.seeds)
     collected = collect_configs(args.configs)
-    cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)],
+    outputs.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)],
                      inputs=[*(f for f, _ in collected), *(Path(p) for p in args.features_path or [])])
     caches = feature_caches(args.features_path) if args.features_path else None
     with cli.flag_errors(("epochs", "device")):

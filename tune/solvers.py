@@ -25,6 +25,7 @@ from typing import Any
 
 from ssot import cli
 from ssot.config import OT_SOLVERS, SSOTConfig
+from ssot.results import outputs
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, records
 from tune.ablation import run_variants
@@ -74,7 +75,7 @@ def solvers(args: argparse.Namespace) -> int:
         config = apply_overrides(config, epochs=args.epochs, device=args.device)
     out = args.out if args.out is not None else Path(f"solvers_{config.task}")
     md = table_path(out)
-    cli.check_output(out, "--out", folder=True, new=[md.name])
+    outputs.check_output(out, "--out", folder=True, new=[md.name])
     by_solver = run_variants(config, args.seeds, out, variants=SOLVER_VARIANTS, num_cpus=args.num_cpus,
                              address=args.address, max_concurrent=args.max_concurrent)
     table = solver_table(by_solver)

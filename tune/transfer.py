@@ -33,7 +33,7 @@ from typing import Any
 from ssot import cli
 from ssot.config import SEARCHED_FIELDS, SSOTConfig, defaults
 from ssot.errors import ResultsError, SSOTError
-from ssot.results import storage
+from ssot.results import discovery, outputs, storage
 from ssot.results.experiment import Experiment
 from ssot.results.markdown import write_new_tables
 from ssot.results.record import RUNS_DIR, RunRecord, write_new
@@ -145,12 +145,12 @@ def transfer(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     cli.check_resources_args(args)
     try:
-        found = storage.read_experiments(args.results_dir)
+        found = discovery.read_experiments(args.results_dir)
     except storage.StorageError as exc:
         raise ResultsError(str(exc)) from None
     searches = task_searches(found, args.name, where=str(args.results_dir), what="A transfer")
     check_out(args.out, searches)
-    cli.check_output(args.out, "--out", folder=True, new=output_names())
+    outputs.check_output(args.out, "--out", folder=True, new=output_names())
     sources = sources_of(searches, include_default=not args.no_default)
     pairs = {f"{s.name} on {t.task}": (s.name, t.task) for t in searches for s in sources}
     jobs = {(f"{s.name} on {t.task}", seed): (replay_config(t, s, seed), run_path(args.out, t.task, s.name, seed))

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ssot.results import storage
+from ssot.results import discovery
 from ssot.results.markdown import bold, markdown_table
 from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
 
@@ -335,6 +335,6 @@ def recipe_markdown(table: pd.DataFrame, recipe: Recipe = RECIPE) -> str:
 
 def read_experiments(results_dir: str | os.PathLike[str]) -> list[tuple[dict, pd.DataFrame]]:
     """Every experiment under ``results_dir`` (a folder or a URI such as ``s3://bucket/prefix``,
-    :func:`ssot.results.storage.read_experiments`) with its usable ``trials.csv`` rows;
+    :func:`ssot.results.discovery.read_experiments`) with its usable ``trials.csv`` rows;
     experiments without rows are skipped."""
-    return [(e.meta, e.trials) for e in storage.read_experiments(results_dir) if e.meta is not None and e.trials is not None]
+    return [(e.meta, e.trials) for e in discovery.read_experiments(results_dir) if e.meta is not None and e.trials is not None]

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from ssot.results.storage import read_experiments
+from ssot.results.discovery import read_experiments
 from ssot.results.transfer import CSV_NAME, DEFAULT_SOURCE, MANIFEST_FILE, MARKDOWN_NAME, read_transfer, run_path
 from tests.fixtures.experiments import write_atlas_results
 from tune import transfer
