@@ -30,7 +30,7 @@ from ssot.results import outputs
 def build_parser() -> argparse.ArgumentParser:
     """The command line (it imports the atlas's figure modules: :func:`main` builds it under
     :func:`ssot.cli.run`, so Ctrl-C during those imports is ``interrupted``, exit 130)."""
-    from analysis.dashboard.static import DEFAULT_FORMATS, FORMATS
+    from analysis.dashboard.static import add_figure_flags
     from analysis.data.tunability import N_BOOTSTRAP
 
     parser = cli.Parser(prog="python analysis/atlas.py", description=__doc__.split("\n\n")[0])
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the folder of tune/transfer.py's replays (default: the one found under RESULTS, if any)")
     parser.add_argument("--bootstrap", type=int, default=N_BOOTSTRAP, metavar="N",
                         help="bootstrap resamples of the tunability's intervals (0: no intervals, the fastest)")
-    cli.add_figure_flags(parser, FORMATS, DEFAULT_FORMATS)
+    add_figure_flags(parser)
     return parser
 
 

@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     under :func:`ssot.cli.run`, so Ctrl-C during those imports is ``interrupted``, exit 130)."""
     from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR
     from analysis.dashboard.page import FIGURES_SUFFIX
-    from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS
+    from analysis.dashboard.static import BACKENDS, add_figure_flags
     from analysis.data.importance import N_BOOT
 
     parser = cli.Parser(
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{DASHBOARD_FILE}, <name>{FIGURES_SUFFIX}/ for <name>.html (default: RESULTS/{DASHBOARD_FILE})")
     parser.add_argument("--figures-dir", type=Path, default=None, metavar="FOLDER",
                         help="folder of the static figures (default: beside the page, named after it, see --out)")
-    cli.add_figure_flags(parser, FORMATS, DEFAULT_FORMATS)
+    add_figure_flags(parser)
     parser.add_argument("--image-backend", choices=BACKENDS, default="matplotlib",
                         help="draw the static figures with matplotlib (no browser needed) or write the dashboard's "
                              "Plotly figures through kaleido (needs Chrome or Chromium)")

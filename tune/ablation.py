@@ -31,6 +31,7 @@ from ssot.results import outputs
 from ssot.results.final_table import format_mean_std
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, mean_std, records, run_path
+from tune import flags
 from tune.final import Log, apply_overrides, train_on_ray
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
@@ -101,14 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="folder: <variant>/runs/, ablation.csv, ablation.md")
     cli.add_config_flag(parser, "epochs", "overrides the config's (quick checks)", default_text="the config's")
     cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")
-    cli.add_ray_flags(parser)
+    flags.add_ray_flags(parser)
     return parser
 
 
 def ablation(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, train or reuse every (variant, seed), write the table."""
     cli.check_seeds(args.seeds)
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     csv_path, md_path = ablation_paths(args.out)
     outputs.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)

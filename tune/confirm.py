@@ -34,7 +34,7 @@ from pathlib import Path
 from ssot import cli
 from ssot.errors import ResultsError, one_line
 from ssot.results import discovery, outputs, storage
-from tune import confirmation, racing
+from tune import confirmation, flags, racing
 from tune.final import train_on_ray
 
 
@@ -54,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--first-test", type=int, default=2, metavar="N",
                    help="with --race: seeds every candidate runs before the first test")
     r = parser.add_argument_group("resources (as tune/search.py)")
-    cli.add_trial_resources(r, "run")
-    cli.add_ray_flags(r)
+    flags.add_trial_resources(r, "run")
+    flags.add_ray_flags(r)
     return parser
 
 
@@ -73,7 +73,7 @@ def confirm(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     if args.top < 1:
         raise ResultsError(f"The '--top' argument must be an int in [1, inf). Got {args.top} instead.")
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     _rule(args)  # the racing flags, refused before any work
     candidates = confirmation.gather_candidates(args.results_dir, args.top,
                                                 lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))

@@ -28,6 +28,7 @@ from ssot.config import OT_SOLVERS, SSOTConfig
 from ssot.results import outputs
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, records
+from tune import flags
 from tune.ablation import run_variants
 from tune.final import apply_overrides
 
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: solvers_<task>)")
     cli.add_config_flag(parser, "epochs", "overrides the config's", default_text="the config's")
     cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")
-    cli.add_ray_flags(parser)
+    flags.add_ray_flags(parser)
     parser.add_argument("--max-concurrent", type=int, default=1, metavar="N",
                         help="most runs at once (1: the times per epoch are comparable)")
     return parser
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 def solvers(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, train or reuse every (solver, seed), write the table."""
     cli.check_seeds(args.seeds)
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     config = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
     with cli.flag_errors(("epochs", "device")):
         config = apply_overrides(config, epochs=args.epochs, device=args.device)

@@ -49,6 +49,7 @@ from ssot.results.transfer import (
     to_markdown,
     transfer_table,
 )
+from tune import flags
 from tune.final import train_on_ray
 
 __all__ = ["Source", "sources_of", "replay_config", "build_parser", "main"]
@@ -121,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="use only the searches of this experiment name (--name of tune/search.py)")
     parser.add_argument("--no-default", action="store_true", help="do not replay the paper's default config")
     r = parser.add_argument_group("resources (as tune/search.py)")
-    cli.add_trial_resources(r, "run")
-    cli.add_ray_flags(r)
+    flags.add_trial_resources(r, "run")
+    flags.add_ray_flags(r)
     return parser
 
 
@@ -143,7 +144,7 @@ def transfer(args: argparse.Namespace) -> int:
     """The command's work: choose the searches, check the outputs, run or reuse every replay, write
     the table and the manifest."""
     cli.check_seeds(args.seeds)
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     try:
         found = discovery.read_experiments(args.results_dir)
     except storage.StorageError as exc:
