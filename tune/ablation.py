@@ -32,7 +32,7 @@ from ssot.results.final_table import format_mean_std
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, mean_std, records, run_path
 from tune import flags
-from tune.final import Log, apply_overrides, train_on_ray
+from tune.runner import Log, apply_overrides, train_on_ray
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -61,7 +61,7 @@ def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
                  log: Log = print) -> dict[str, list[RunRecord]]:
     """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
     (one CPU per run on a local Ray of ``num_cpus`` CPUs, default all, or the cluster at
-    ``address``; at most ``max_concurrent`` at once, :func:`tune.final.train_on_ray`); reuse the
+    ``address``; at most ``max_concurrent`` at once, :func:`tune.runner.train_on_ray`); reuse the
     records already there.
 
     Returns

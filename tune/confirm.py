@@ -35,7 +35,7 @@ from ssot import cli
 from ssot.errors import ResultsError, one_line
 from ssot.results import discovery, outputs, storage
 from tune import confirmation, flags, racing
-from tune.final import train_on_ray
+from tune.runner import train_on_ray
 
 
 def build_parser() -> argparse.ArgumentParser:

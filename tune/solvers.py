@@ -30,7 +30,7 @@ from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, records
 from tune import flags
 from tune.ablation import run_variants
-from tune.final import apply_overrides
+from tune.runner import apply_overrides
 
 #: solver name -> (folder, config changes), in the figure's order.
 SOLVER_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {name: (name, {"ot_solver": name}) for name in OT_SOLVERS}

@@ -12,7 +12,7 @@ source's values of the fields its space searched, so on feature-cache screens th
 screens on the target's cache. The diagonal (a task's best config on itself, same seeds) is the
 own best that every loss is measured against (:mod:`ssot.results.transfer`).
 
-Runs go through the machinery of ``tune/final.py`` (:func:`tune.final.train_on_ray`): each (source,
+Runs go through the Ray runner (:func:`tune.runner.train_on_ray`): each (source,
 target, seed) is a Ray task with the search's resource flags, its run record written to
 ``OUT/runs/<target>/<source>_seed<s>.json`` as soon as it ends and reused when the command is run
 again, so an interrupted transfer continues where it stopped. Once every replay ended, the table
@@ -50,7 +50,7 @@ from ssot.results.transfer import (
     transfer_table,
 )
 from tune import flags
-from tune.final import train_on_ray
+from tune.runner import train_on_ray
 
 __all__ = ["Source", "sources_of", "replay_config", "build_parser", "main"]
 

@@ -1,4 +1,4 @@
-"""`python tune/transfer.py`: each task's best config replayed on every task, through tune/final.py's runner."""
+"""`python tune/transfer.py`: each task's best config replayed on every task, through the Ray runner (tune/runner.py)."""
 from __future__ import annotations
 
 import json
