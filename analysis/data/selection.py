@@ -121,7 +121,17 @@ def with_combined(candidates: pd.DataFrame, directions: Mapping[str, str]) -> tu
 
 
 def ensv_scores(final: pd.DataFrame) -> pd.Series:
-    """EnsV of each trial from space-separated final predictions (majority vote of all trials)."""
+    r"""EnsV (Hu, Luo, Liang, Foo, "Towards Reliable Model Selection for Unsupervised Domain
+    Adaptation: An Empirical Study and A Certified Baseline", NeurIPS 2024) of each trial: its
+    agreement with the ensemble of all trials (higher is better).
+
+    Each row's ``target_pred`` holds the trial's final target predictions as space-separated class
+    indices (hard votes, :data:`ssot.results.trials.PREDICTIONS_COLUMN`). The ensemble label of
+    sample :math:`i` is the class most trials predict (ties: the lowest class), and
+
+    .. math:: \mathrm{EnsV}_c = \frac1N \sum_i \mathbb 1[\hat y^{(c)}_i = \hat y^{ens}_i].
+
+    All NaN when the trials' predictions differ in length or are empty (no common target set)."""
     preds = final[PREDICTIONS_COLUMN].map(lambda s: np.array([int(v) for v in str(s).split()]))
     lengths = preds.map(len)
     if preds.empty or lengths.nunique() != 1 or lengths.iloc[0] == 0:
