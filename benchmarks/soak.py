@@ -255,7 +255,7 @@ def feature_cache(task: str, path: Path) -> Path:
 
 def soak(args: argparse.Namespace, extra: list[str]) -> dict[str, Any]:
     """Kill and resume the search (module docstring), then check it (:func:`check`)."""
-    from ssot.cli import check_output
+    from ssot.results.outputs import check_output
 
     if args.out:  # a new folder, or one without the soak's files
         cache = ("features.pt",) if args.population > 1 and not args.features else ()

@@ -9,7 +9,7 @@ from analysis.charts.proxy import proxy_figure
 from analysis.dashboard.templates import render
 from analysis.data.proxy import proxy_info, reference_path
 from ssot.errors import SSOTError
-from ssot.results import storage
+from ssot.results import discovery
 from ssot.results.experiment import Experiment
 
 __all__ = ["proxy_section"]
@@ -22,7 +22,7 @@ def proxy_section(experiment: Experiment, key: str) -> tuple[Markup | str, dict[
     if where is None:
         return "", {}
     try:
-        found = [e for e in storage.read_experiments(where) if e.meta is not None and e.trials is not None]
+        found = [e for e in discovery.read_experiments(where) if e.meta is not None and e.trials is not None]
     except (OSError, ValueError, SSOTError) as exc:  # a missing folder, an unreachable store
         found, reason = [], str(exc)
     else:
