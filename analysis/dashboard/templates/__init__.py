@@ -62,7 +62,6 @@ def param_label(param: str) -> Markup:
 #: The one environment of the project's pages (the study's index page may render its own templates with it).
 ENV = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=True, undefined=StrictUndefined,
                   trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-ENV.policies["json.dumps_function"] = json.dumps
 ENV.filters["tojson"] = to_script
 ENV.filters["param"] = param_label
 ENV.globals["plotlyjs"] = lambda: Markup(get_plotlyjs())  # plotly.js itself, inlined: the pages need no network
