@@ -241,14 +241,19 @@ def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None and not (trials.exists() and ",completed," in trials.read_text()):
             time.sleep(0.2)
-        subprocess.run(["mount", "-o", "remount,ro", str(store)], check=True)
+        # The experiment folder turns read-only under the driver: a read-only bind mount over it. (A
+        # remount of the whole tmpfs is refused while the driver holds the lock file open for writing,
+        # as flock on NFS needs; a disk that fails is remounted read-only by force, which mount(8) cannot do.)
+        folder = store / "ro" / "digits"
+        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 4, out[-2000:] + err[-3000:]
         last = err.strip().splitlines()[-1]
         assert last.startswith(f"error: The storage of experiment {store / 'ro' / 'digits'} failed during the search "
                                "(Read-only file system)") and "--resume" in last, last
         assert "Traceback" not in err, err[-3000:]
-        subprocess.run(["mount", "-o", "remount,rw", str(store)], check=True)
+        subprocess.run(["umount", str(folder)], check=True)
         resumed = _run_cli([*args, "--resume"])
         assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
         frame = pd.read_csv(trials)
@@ -256,6 +261,7 @@ def test_a_storage_that_turns_read_only_mid_search_is_one_line_and_resumed_once_
         for _, rows in frame.groupby("trial_id"):
             assert list(rows["epoch"]) == [1, 2]
     finally:
+        subprocess.run(["umount", "-l", str(store / "ro" / "digits")], capture_output=True)
         subprocess.run(["umount", "-l", str(store)], capture_output=True)
 
 
