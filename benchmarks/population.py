@@ -88,7 +88,7 @@ def random_configs(base: Any, n: int, seed: int = 0) -> list[Any]:
     """``n`` configs of the default space drawn by Optuna's random sampler (the search's)."""
     import optuna
 
-    from tune.space import default_space, optuna_space
+    from ssot.results.space import default_space, optuna_space
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))

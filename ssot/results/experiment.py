@@ -4,7 +4,7 @@ An experiment is one search on one task, in a folder holding
 
 ``experiment.json`` (:data:`EXPERIMENT_FILE`)
     task, dataset, name, search kind, the ``metric`` it selects on and its ``mode``, the
-    space (spec kinds :data:`SPACE_KINDS`), ``max_epochs``, ``status`` (:data:`EXPERIMENT_STATUSES`),
+    space (specs of :mod:`ssot.results.space`), ``max_epochs``, ``status`` (:data:`EXPERIMENT_STATUSES`),
     ``best_trial`` (the id :func:`ssot.results.trials.best_trial` picks), ...;
 ``trials.csv`` (:data:`TRIALS_FILE`)
     one row per (trial, epoch), see :mod:`ssot.results.trials`;
@@ -44,8 +44,6 @@ FILES: tuple[str, ...] = (TRIALS_FILE, BEST_CONFIG_FILE, EXPERIMENT_FILE)
 FINISHED = "finished"
 EXPERIMENT_STATUSES: tuple[str, ...] = (RUNNING, FINISHED, ERRORED)
 
-#: The kinds of space spec that ``tune/space.py`` writes into ``experiment.json``.
-SPACE_KINDS: tuple[str, ...] = ("loguniform", "choice", "grid", "fixed")
 #: ``experiment.json``'s key naming the experiment whose configs a search replayed
 #: (``tune/search.py --configs-from``): ``{"path", "name", "task", "search", "seed", "n_configs"}``.
 REFERENCE_KEY = "configs_from"
