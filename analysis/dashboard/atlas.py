@@ -48,6 +48,7 @@ from analysis.data.transfer import TRANSFER_COMMAND, TransferInfo, find_atlas_tr
 from analysis.data.tunability import ALL, N_BOOTSTRAP, TunabilityInfo, tunability_info
 from analysis.mpl import atlas as mpl
 from ssot.results.experiment import Problem
+from ssot.results.numbers import fixed
 from ssot.results.searches import choose_searches
 from ssot.results.transfer import Transfer
 
@@ -131,9 +132,7 @@ def _div(div_id: str) -> str:
 
 
 def _num(value: float, digits: int = 1, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "&mdash;"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return fixed(value, digits, missing="&mdash;", sign=signed)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "atlas") -> str:

@@ -36,7 +36,6 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -62,6 +61,7 @@ from analysis.data.views import View
 from ssot.results import discovery, metrics, storage
 from ssot.results.experiment import Problem
 from ssot.results.metrics import DEFAULT_METRIC
+from ssot.results.numbers import fixed
 from ssot.results.paper import read_paper_accuracy
 from ssot.results.trials import STATUSES
 
@@ -267,9 +267,7 @@ def _build_sections(
 
 
 def _percent(value: Any, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "&mdash;"
-    return f"{value:+.1f}" if signed else f"{value:.1f}"
+    return fixed(value, 1, missing="&mdash;", sign=signed)
 
 
 def _space_letters(experiments: Sequence[Experiment]) -> dict[str, str]:

@@ -36,6 +36,7 @@ from analysis.data.paper_runs import (
     solver_info,
 )
 from ssot.results.experiment import Problem
+from ssot.results.numbers import fixed, percent
 
 __all__ = ["PaperSection", "paper_section", "MAX_CLASS_WEIGHT_PLOTS"]
 
@@ -78,8 +79,8 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "&mdash;" if value is None else f"{value:.{digits}f}"
+def _fmt(value: float | None) -> str:
+    return fixed(value, 4, missing="&mdash;")
 
 
 def _div(div_id: str) -> str:
@@ -102,7 +103,7 @@ def paper_section(root: str | Path) -> PaperSection:
             except (FigureError, KeyError, IndexError, ValueError) as exc:
                 section.problems.append(Problem(path, f"its class weights cannot be drawn ({exc})"))
                 continue
-            acc = "&mdash;" if info.target_acc is None else f"{100 * info.target_acc:.1f}"
+            acc = percent(info.target_acc, missing="&mdash;")
             rows.append(f"<tr><td>{html.escape(_rel(path, root))}</td><td>{html.escape(info.title.rsplit(' ', 1)[-1])}</td>"
                         f"<td>{acc}</td><td>{_fmt(info.outlier_mass_source_only)}</td>"
                         f'<td class="outlier-mass">{_fmt(info.outlier_mass)}</td></tr>')
