@@ -161,7 +161,12 @@ def run_value(record: Mapping[str, Any] | RunRecord, metric_name: str) -> float:
 
 def race_outcome(result: racing.RaceResult, label: str) -> str:
     """How candidate ``label`` left the race ``result``: picked, eliminated (after how many seeds,
-    by whom, at what p-value) or still running when the budget or the seeds ran out."""
+    by whom, at what p-value) or among the survivors when the budget or the seeds ran out.
+
+    Raises
+    ------
+    ValueError
+        If ``label`` did not run in the race."""
     by_label = {e.candidate: e for e in result.eliminated}
     if label == result.pick:
         how = {"separated": "the others eliminated", "budget": "budget spent", "seeds": "seeds used up"}[result.stop]
@@ -169,7 +174,9 @@ def race_outcome(result: racing.RaceResult, label: str) -> str:
     if label in by_label:
         e = by_label[label]
         return f"eliminated after {e.after_seeds} seeds (p = {e.p_value:.3g} vs {e.leader.rsplit(' ', 1)[-1]})"
-    return f"in contention at the end ({len(result.values[label])} seeds)"
+    if label in result.survivors:
+        return f"in contention at the end ({len(result.values[label])} seeds)"
+    raise ValueError(f"The 'label' parameter must name a candidate of the race. Got {label!r} instead.")
 
 
 def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[str, int], Mapping[str, Any]],

@@ -347,7 +347,7 @@ def _coverage(atlas: Atlas, section: AtlasSection) -> str:
         for task, items in infos.items():
             by = {c.param: c for c in items}
             rows.append([_e(task), str(items[0].n if items else 0),
-                         *[(f"{int((by[p].counts > 0).sum())}/{len(by[p].counts)} cells" if p in by else "&mdash;") for p in params]])
+                         *[(f"{by[p].n_covered}/{len(by[p].counts)} cells" if p in by else "&mdash;") for p in params]])
         parts += [_group_heading(group), _div(div), _table(["task", "trials proposed", *[param_label(p) for p in params]], rows)]
     return "".join(parts)
 

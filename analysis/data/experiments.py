@@ -71,9 +71,6 @@ class ParamSpec:
         Bounds of a continuous range.
     values : tuple
         The choices, grid values or the single fixed value.
-    inferred : bool
-        True when ``experiment.json`` did not describe the parameter and the spec was inferred
-        from the values in ``trials.csv``.
     """
 
     name: str
@@ -81,7 +78,6 @@ class ParamSpec:
     low: float | None = None
     high: float | None = None
     values: tuple[Any, ...] = ()
-    inferred: bool = False
 
     @property
     def searched(self) -> bool:
@@ -131,7 +127,8 @@ class ParamSpec:
 
     @classmethod
     def infer(cls, name: str, values: pd.Series) -> ParamSpec:
-        """Guess a spec from observed values (used when ``experiment.json`` lacks the entry).
+        """Guess a spec from observed values (used when ``experiment.json`` lacks the entry or it
+        breaks the rule of a spec: a problem of the experiment says so).
 
         One distinct value gives ``"fixed"``, at most 12 distinct values ``"categorical"``,
         positive values spanning more than a decade ``"log"``, anything else ``"linear"``.
@@ -139,12 +136,12 @@ class ParamSpec:
         finite = pd.to_numeric(values, errors="coerce").dropna()
         distinct = _sorted_values(finite.unique().tolist())
         if len(distinct) <= 1:
-            return cls(name, "fixed", values=tuple(distinct) or (None,), inferred=True)
+            return cls(name, "fixed", values=tuple(distinct) or (None,))
         if len(distinct) <= 12:
-            return cls(name, "categorical", values=tuple(distinct), inferred=True)
+            return cls(name, "categorical", values=tuple(distinct))
         low, high = float(finite.min()), float(finite.max())
         kind: ParamKind = "log" if low > 0 and high / low > 10 else "linear"
-        return cls(name, kind, low=low, high=high, inferred=True)
+        return cls(name, kind, low=low, high=high)
 
 
 @dataclass

@@ -54,6 +54,11 @@ def test_a_raced_table_takes_the_race_pick_and_each_candidates_own_seeds():
     expected = 1 - stats.ttest_rel([0.70, 0.72], [0.60, 0.61], alternative="greater").pvalue
     assert table["p_best"].tolist() == pytest.approx([expected, expected])
     assert "eliminated after 2 seeds" in confirmation.to_markdown(table)
+    budget = racing.RaceResult(values=values, seeds=[5, 6, 7, 8], mode="max", pick=cands[0].label, survivors=[c.label for c in cands],
+                               stop="budget", runs=6)  # both still in the race when the budget ran out
+    assert confirmation.race_outcome(budget, cands[1].label) == "in contention at the end (2 seeds)"
+    with pytest.raises(ValueError, match="must name a candidate of the race. Got 'P2H #3 trial t3'"):
+        confirmation.race_outcome(race, "P2H #3 trial t3")  # neither picked, eliminated nor a survivor
 
 
 def test_the_candidates_of_a_truncated_trials_csv_come_with_the_readers_warning(tmp_path):
