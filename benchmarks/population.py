@@ -44,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import alternated, device_name, load  # noqa: E402
+from _shared import alternated, load, machine  # noqa: E402
 
 OFFICE_SOURCE, OFFICE_TARGET, OFFICE_DIM = 2817, 256, 2048
 
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}", flush=True)
+    print(machine(args.device), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or synthetic_cache(Path(tmp) / "a2w-synthetic.pt")
         task = load_feature_task(cache, args.task)

@@ -13,10 +13,6 @@ from ssot.results.experiment import parse_trials
 from tests.fixtures.experiments import EDGE_TRIALS, write_edge_tpe
 
 
-def _by_task(experiments: list, task: str):
-    return next(e for e in experiments if e.task == task)
-
-
 def test_load_experiments_reads_the_good_and_reports_the_bad(edge_results: Path) -> None:
     experiments, problems = load_experiments(edge_results)
     assert sorted(e.task for e in experiments) == ["A2D", "I2P", "P2I", "P2I"]
