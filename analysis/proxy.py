@@ -12,7 +12,6 @@ overwritten.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from ssot import cli
 from ssot.errors import ResultsError
 from ssot.results import discovery, outputs, storage
 from ssot.results.markdown import markdown_table, write_new_tables
+from ssot.results.numbers import fixed
 
 CSV_NAME, MARKDOWN_NAME = "proxy.csv", "proxy.md"
 
@@ -58,11 +58,8 @@ def to_markdown(table) -> str:
     header = ["task", "screen", "reference", "n", "Spearman", "Kendall", *[f"regret top-{c[10:]}" for c in ks], "regret random",
               "best e2e acc (%)"]
 
-    def fmt(value, digits=2):
-        return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
-
-    rows = [[r.task, r.screen, r.reference, fmt(r.n, 0), fmt(r.spearman), fmt(r.kendall), *[fmt(getattr(r, c), 1) for c in ks],
-             fmt(r.regret_random, 1), fmt(r.best_acc, 1)] for r in table.itertuples()]
+    rows = [[r.task, r.screen, r.reference, fixed(r.n, 0), fixed(r.spearman, 2), fixed(r.kendall, 2),
+             *[fixed(getattr(r, c)) for c in ks], fixed(r.regret_random), fixed(r.best_acc)] for r in table.itertuples()]
     return markdown_table(header, rows, "lllrrr" + "r" * (len(ks) + 2))
 
 

@@ -26,6 +26,13 @@ def device_name(device: str) -> str:
     return f"CPU {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads"
 
 
+def machine(device: str) -> str:
+    """The first line of a benchmark's output: the device (:func:`device_name`), torch's version, the load."""
+    import torch
+
+    return f"device: {device_name(device)}; torch {torch.__version__}; {load()}"
+
+
 def load() -> str:
     """The machine's load averages (1, 5 and 15 minutes), printed beside a measurement."""
     return "load average " + " ".join(f"{v:.1f}" for v in os.getloadavg())

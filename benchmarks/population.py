@@ -44,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import alternated, device_name, load  # noqa: E402
+from _shared import alternated, load, machine  # noqa: E402
 
 OFFICE_SOURCE, OFFICE_TARGET, OFFICE_DIM = 2817, 256, 2048
 
@@ -88,7 +88,7 @@ def random_configs(base: Any, n: int, seed: int = 0) -> list[Any]:
     """``n`` configs of the default space drawn by Optuna's random sampler (the search's)."""
     import optuna
 
-    from tune.space import default_space, optuna_space
+    from ssot.results.space import default_space, optuna_space
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}", flush=True)
+    print(machine(args.device), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or synthetic_cache(Path(tmp) / "a2w-synthetic.pt")
         task = load_feature_task(cache, args.task)

@@ -27,7 +27,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import device_name, load  # noqa: E402
+from _shared import load, machine  # noqa: E402
 from population import random_configs  # noqa: E402
 
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     base = SSOTConfig.for_task(args.task, **changes)
     task = load_feature_task(args.cache, args.task)
     configs = random_configs(base, args.configs, args.seed)
-    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}", flush=True)
+    print(machine(args.device), flush=True)
     print(f"{args.task}: {args.configs} random configs (seed {args.seed}), {base.epochs} epochs of "
           f"{base.iters_per_epoch or 'all'} iterations, population with {args.workers} worker(s) against independent runs")
     rows = drift(configs, task, args.workers)

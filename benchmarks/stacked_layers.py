@@ -31,7 +31,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import device_name, load  # noqa: E402
+from _shared import load, machine  # noqa: E402
 
 
 def variants(P: int, device: str) -> tuple[dict[str, Any], Any]:
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     torch.set_num_threads(args.threads)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}")
+    print(machine(args.device))
     for P in args.sizes:
         runs, _ = variants(P, args.device)
         outputs = {label: fn() for label, fn in runs.items()}

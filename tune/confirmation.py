@@ -48,6 +48,7 @@ from ssot.errors import ResultsError
 from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished, read_experiment
 from ssot.results.markdown import bold, markdown_table
 from ssot.results.metrics import metric
+from ssot.results.numbers import metric_unit, metric_value
 from ssot.results.outputs import check_output
 from ssot.results.record import RunRecord, mean_std
 from tune import racing
@@ -160,7 +161,12 @@ def run_value(record: Mapping[str, Any] | RunRecord, metric_name: str) -> float:
 
 def race_outcome(result: racing.RaceResult, label: str) -> str:
     """How candidate ``label`` left the race ``result``: picked, eliminated (after how many seeds,
-    by whom, at what p-value) or still running when the budget or the seeds ran out."""
+    by whom, at what p-value) or among the survivors when the budget or the seeds ran out.
+
+    Raises
+    ------
+    ValueError
+        If ``label`` did not run in the race."""
     by_label = {e.candidate: e for e in result.eliminated}
     if label == result.pick:
         how = {"separated": "the others eliminated", "budget": "budget spent", "seeds": "seeds used up"}[result.stop]
@@ -168,7 +174,9 @@ def race_outcome(result: racing.RaceResult, label: str) -> str:
     if label in by_label:
         e = by_label[label]
         return f"eliminated after {e.after_seeds} seeds (p = {e.p_value:.3g} vs {e.leader.rsplit(' ', 1)[-1]})"
-    return f"in contention at the end ({len(result.values[label])} seeds)"
+    if label in result.survivors:
+        return f"in contention at the end ({len(result.values[label])} seeds)"
+    raise ValueError(f"The 'label' parameter must name a candidate of the race. Got {label!r} instead.")
 
 
 def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[str, int], Mapping[str, Any]],
@@ -214,12 +222,8 @@ def confirmation_table(candidates: Sequence[Candidate], records: Mapping[tuple[s
     return table.drop(columns="_values")
 
 
-def _fmt(value: float, metric_name: str) -> str:
-    return f"{100 * value:.2f}" if metric_name.endswith("_acc") else f"{value:.4g}"
-
-
 def to_markdown(table: pd.DataFrame) -> str:
-    """The table as GitHub Markdown: accuracies in percent, the confirmed pick in bold with the
+    """The table as GitHub Markdown: fraction metrics (:func:`ssot.results.metrics.is_fraction`) in percent, the confirmed pick in bold with the
     probability that it is the best (bootstrap over seeds); a race's outcome per candidate."""
     params = [c for c in table.columns if c not in COLUMNS]
     raced = bool(table["race"].fillna("").astype(str).str.len().gt(0).any()) if "race" in table else False
@@ -227,11 +231,11 @@ def to_markdown(table: pd.DataFrame) -> str:
               *(["race"] if raced else []), "pick"]
     rows = []
     for row in table.to_dict("records"):
-        unit = " %" if row["metric"].endswith("_acc") else ""
-        mean_std = f"{_fmt(row['mean'], row['metric'])} ± {_fmt(row['std'], row['metric'])}{unit}"
+        name, unit = row["metric"], metric_unit(row["metric"])
+        mean_std = f"{metric_value(name, row['mean'], 2)} ± {metric_value(name, row['std'], 2)}{unit}"
         pick = f"confirmed (P(best) = {row['p_best']:.2f})" if row["confirmed"] else ""
         cells = [row["task"], str(row["search_rank"]), row["trial_id"], *(f"{row[p]:.4g}" for p in params),
-                 f"{_fmt(row['search_value'], row['metric'])}{unit} (seed {row['search_seed']})",
+                 f"{metric_value(name, row['search_value'], 2)}{unit} (seed {row['search_seed']})",
                  bold(mean_std) if row["confirmed"] else mean_std, row["seeds"],
                  *([row["race"]] if raced else []), pick]
         rows.append(cells)

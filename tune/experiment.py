@@ -24,12 +24,12 @@ from ssot.data.features import cache_provenance
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, SSOTError
 from ssot.results import io_errors, metrics, storage
+from ssot.results import space as spaces
 from ssot.results.experiment import EXPERIMENT_FILE, REFERENCE_KEY, new_meta
 from ssot.results.lock import ExperimentLock
 from ssot.results.metrics import DIRECTIONS, LABEL_FREE
 from ssot.results.trials import ERRORED, RUNNING, asha_rungs
 from tune import resume, warmstart
-from tune import space as spaces
 from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_of
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
@@ -41,6 +41,7 @@ from tune.optuna_study import StudyMirror, check_study, public_url, study_name
 from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
 from tune.replay import Reference, read_reference
 from tune.searcher import StudySearcher, StudySync
+from tune.space import ray_grid_space
 from tune.tracker_loggers import tracker_callbacks
 from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 
@@ -297,7 +298,7 @@ def _param_space(options: SearchOptions, base: SSOTConfig, cluster: Cluster, cac
     # DataLoader workers beyond the trial's CPU share would oversubscribe the node.
     constants["num_workers"] = min(base.num_workers, int(cluster.cpus_per_trial))
     if options.search == "grid":
-        constants.update(spaces.ray_grid_space(options.space))
+        constants.update(ray_grid_space(options.space))
     # early stopping inside a trial of several members (a trial of one has no one to rank against)
     constants[RUNGS_KEY], constants[REDUCTION_KEY], constants[METRIC_KEY] = list(rungs), options.reduction_factor, options.metric
     return constants

@@ -16,9 +16,9 @@ from ssot.config import PATH_FIELDS, SSOTConfig
 from ssot.data import check_task
 from ssot.errors import ConfigError
 from ssot.results import outputs, storage
+from ssot.results import space as spaces
 from ssot.results.metrics import DEFAULT_METRIC, SEARCH_METRICS
 from ssot.results.names import check_name
-from tune import space as spaces
 
 SEARCHES = ("tpe", "grid", "random")
 DEFAULT_MAX_FAILURES = 2
@@ -30,7 +30,7 @@ class SearchOptions:
     """Everything a search needs (the command line fills it; tests build it directly).
 
     ``base`` overrides the task's default config (e.g. ``{"epochs": 10}``); ``space`` maps config
-    fields to specs (see :mod:`tune.space`). ``num_samples`` is the number of configs, or for a
+    fields to specs (see :mod:`ssot.results.space`). ``num_samples`` is the number of configs, or for a
     grid search the number of repeats of the whole grid. ``gpus_per_trial=None`` means one GPU per
     trial when the cluster has GPUs, else none; ``cpus_per_trial=None`` means one CPU per trial, or
     for populations their share of the machine (:func:`tune.cluster.divide`).

@@ -21,7 +21,7 @@ from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.results import storage
 from ssot.results import trials as trial_model
-from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, experiment_texts, hyperparameters, now, read_experiment
+from ssot.results.experiment import BEST_CONFIG_FILE, FINISHED, hyperparameters, now, read_experiment, write_experiment
 from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
 from ssot.results.trials import ERRORED, PREDICTIONS_COLUMN, RUNNING, trial_columns
 from tune import members
@@ -182,8 +182,7 @@ def write_outputs(path: str, info: dict[str, Any], frame: pd.DataFrame, finished
     errored = bool(len(frame)) and (frame["status"] == ERRORED).any()
     info["status"] = (ERRORED if errored else FINISHED) if finished else RUNNING
     info["finished"] = now() if finished else None
-    for name, text in experiment_texts(info, frame, best.to_dict() if best else None).items():
-        storage.write_text(storage.join(path, name), text)
+    write_experiment(path, info, frame, best.to_dict() if best else None)
     return SearchOutcome(path, frame, best, info["status"] == FINISHED, info)
 
 

@@ -26,9 +26,9 @@ import sys
 from ssot import cli
 from ssot.data.registry import DATASETS, search_tasks, searched_tasks
 from ssot.errors import ConfigError
+from ssot.results import space as spaces
 from ssot.results.metrics import SEARCH_METRICS
 from tune import flags
-from tune import space as spaces
 from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_REDUCTION_FACTOR, SEARCHES, SearchOptions, check_options
 from tune.trackers import TRACKERS
 

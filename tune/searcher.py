@@ -117,7 +117,7 @@ class StudySearcher(Searcher):
 
     Parameters
     ----------
-    space : the sampled space as Optuna distributions (:func:`tune.space.optuna_space`).
+    space : the sampled space as Optuna distributions (:func:`ssot.results.space.optuna_space`).
     metric, mode : the search's metric and its direction (``"max"`` or ``"min"``).
     sampler : the Optuna sampler (TPE or random, seeded).
     members : configs per trial (P); the last trial of the search may have fewer.

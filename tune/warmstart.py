@@ -222,7 +222,7 @@ class WarmStartSampler(TPESampler):
     Parameters
     ----------
     sources : the source searches (:func:`read_sources`).
-    space : the sampled space as Optuna distributions (:func:`tune.space.optuna_space`).
+    space : the sampled space as Optuna distributions (:func:`ssot.results.space.optuna_space`).
     seed, constant_liar : as :class:`optuna.samplers.TPESampler`'s.
     """
 

@@ -44,6 +44,7 @@ from analysis.data.transfer import TRANSFER_COMMAND, TransferInfo, find_atlas_tr
 from analysis.data.tunability import ALL, N_BOOTSTRAP, TunabilityInfo, tunability_info
 from analysis.mpl import atlas as mpl
 from ssot.results.experiment import Problem
+from ssot.results.numbers import DASH, fixed
 from ssot.results.searches import choose_searches
 from ssot.results.transfer import Transfer
 
@@ -109,9 +110,7 @@ Items = list[tuple[Any, ...]]
 
 
 def _num(value: float, digits: int = 1, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return fixed(value, digits, missing=DASH, sign=signed)
 
 
 def _space_text(space: Mapping[str, Any]) -> str:
@@ -158,7 +157,7 @@ def _importance(atlas: Atlas, evaluator: BaseImportanceEvaluator | None, section
             cells = []
             for evaluator_name in dict.fromkeys(frame["evaluator"]):
                 rows = mine[mine["evaluator"] == evaluator_name].set_index("param")
-                cells += [_num(rows.loc[p, "importance"], 2) if p in rows.index else "—" for p in params]
+                cells += [_num(rows.loc[p, "importance"], 2) if p in rows.index else DASH for p in params]
             per_task.append([t.task, str(t.n_trials), *cells])
         header = ["task", "trials"] + [Markup("{}: {}").format(e, param_label(p)) for e in dict.fromkeys(frame["evaluator"])
                                        for p in params]
@@ -181,7 +180,7 @@ def _effects(atlas: Atlas, section: AtlasSection) -> Items:
         div = section.add("effects", group.label, f"Group {group.label}: signed effect on accuracy",
                           charts.effects_figure, mpl.effects_figure_mpl, frame)
         rows = [[r.task, param_label(r.param), str(r.n), _num(r.rho, 2, True),
-                 "—" if math.isnan(r.low) else f"[{r.low:+.2f}, {r.high:+.2f}]", r.direction if not r.note else r.note]
+                 DASH if math.isnan(r.low) else f"[{r.low:+.2f}, {r.high:+.2f}]", r.direction if not r.note else r.note]
                 for r in frame.itertuples()]
         items += [("heading", group), ("plot", div), ("table", ["task", "hyperparameter", "trials", "rho", "95 % interval", "direction"], rows)]
     return items
@@ -263,7 +262,7 @@ def _rungs(atlas: Atlas, section: AtlasSection) -> Items:
         div = section.add("rungs", group.label, f"Group {group.label}: rank correlation of each rung with the last epoch",
                           charts.rungs_figure, mpl.rungs_figure_mpl, frame)
         rows = [[r.task, f"{r.rung}{' (ASHA rung)' if r.asha else ''}", str(r.final_epoch), str(r.n), _num(r.rho, 2),
-                 "—" if math.isnan(r.low) else f"[{r.low:.2f}, {r.high:.2f}]",
+                 DASH if math.isnan(r.low) else f"[{r.low:.2f}, {r.high:.2f}]",
                  Markup("<b>{}</b>").format(r.strength) if r.very_strong else (r.strength or r.note)] for r in frame.itertuples()]
         items += [("heading", group), ("plot", div),
                   ("table", ["task", "rung (epoch)", "last epoch", "trials (both)", "rho", "95 % interval", "strength"], rows)]
@@ -282,7 +281,7 @@ def _coverage(atlas: Atlas, section: AtlasSection) -> Items:
         for task, found in infos.items():
             by = {c.param: c for c in found}
             rows.append([task, str(found[0].n if found else 0),
-                         *[(f"{int((by[p].counts > 0).sum())}/{len(by[p].counts)} cells" if p in by else "—") for p in params]])
+                         *[(f"{by[p].n_covered}/{len(by[p].counts)} cells" if p in by else DASH) for p in params]])
         items += [("heading", group), ("plot", div), ("table", ["task", "trials proposed", *[param_label(p) for p in params]], rows)]
     return items
 

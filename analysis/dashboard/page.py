@@ -34,7 +34,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from markupsafe import Markup
@@ -59,6 +58,7 @@ from analysis.data.views import View
 from ssot.results import discovery, metrics, storage
 from ssot.results.experiment import Problem
 from ssot.results.metrics import DEFAULT_METRIC
+from ssot.results.numbers import DASH, fixed
 from ssot.results.paper import read_paper_accuracy
 from ssot.results.trials import STATUSES
 
@@ -210,9 +210,7 @@ def _build_sections(
 
 
 def _percent(value: Any, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "—"
-    return f"{value:+.1f}" if signed else f"{value:.1f}"
+    return fixed(value, 1, missing=DASH, sign=signed)
 
 
 def _space_letters(experiments: Sequence[Experiment]) -> dict[str, str]:
@@ -259,7 +257,7 @@ def _cross_rows(table: pd.DataFrame, keys: Mapping[str, str], experiments: Seque
             "source_only": _percent(row["source_only"]), "paper_ssot": _percent(row["paper_ssot"]),
             "delta": _percent(delta, signed=True), "tone": "" if pd.isna(delta) else (" good" if delta >= 0 else " bad"),
             "paper_source_only": _percent(row["paper_source_only"]),
-            "other": f"{_percent(row['best_other'])} ({row['best_other_method']})" if row["best_other_method"] else "—",
+            "other": f"{_percent(row['best_other'])} ({row['best_other_method']})" if row["best_other_method"] else DASH,
         })
     return rows
 

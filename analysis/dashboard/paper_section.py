@@ -36,6 +36,7 @@ from analysis.data.paper_runs import (
     solver_info,
 )
 from ssot.results.experiment import Problem
+from ssot.results.numbers import DASH, fixed, percent
 
 __all__ = ["PaperSection", "paper_section", "MAX_CLASS_WEIGHT_PLOTS"]
 
@@ -68,8 +69,8 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+def _fmt(value: float | None) -> str:
+    return fixed(value, 4, missing=DASH)
 
 
 def paper_section(root: str | Path) -> PaperSection:
@@ -90,7 +91,7 @@ def paper_section(root: str | Path) -> PaperSection:
                 section.problems.append(Problem(path, f"its class weights cannot be drawn ({exc})"))
                 continue
             rows.append({"record": _rel(path, root), "task": info.title.rsplit(" ", 1)[-1],
-                         "acc": "—" if info.target_acc is None else f"{100 * info.target_acc:.1f}",
+                         "acc": percent(info.target_acc, missing=DASH),
                          "source_only": _fmt(info.outlier_mass_source_only), "mass": _fmt(info.outlier_mass)})
             if i < MAX_CLASS_WEIGHT_PLOTS:
                 section.figures[f"paper-cw{i}"] = class_weight_plotly(info, _rel(path, root))

@@ -51,9 +51,9 @@ class CoverageInfo:
     n: int
 
     @property
-    def covered(self) -> float:
-        """The share of cells holding at least one proposal."""
-        return float((self.counts > 0).mean()) if len(self.counts) else float("nan")
+    def n_covered(self) -> int:
+        """The cells holding at least one proposal (of ``len(counts)``)."""
+        return int((self.counts > 0).sum())
 
 
 def coverage_infos(table: pd.DataFrame, results: pd.DataFrame, space: Mapping[str, ParamSpec]) -> list[CoverageInfo]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,8 @@ from scipy.stats import spearmanr
 
 from analysis.data.experiments import ParamSpec
 
-__all__ = ["MIN_EFFECT_TRIALS", "Z95", "EffectInfo", "rank_interval", "signed_effects", "effects_frame"]
+__all__ = ["MIN_EFFECT_TRIALS", "Z95", "RankCorrelation", "EffectInfo", "rank_interval", "rank_correlation", "signed_effects",
+           "effects_frame"]
 
 #: Fewest trials the interval is computed on (the standard error needs n > 3).
 MIN_EFFECT_TRIALS = 4
@@ -49,33 +51,47 @@ Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
-class EffectInfo:
-    """The signed effect of one hyperparameter in one view.
+class RankCorrelation:
+    """Spearman's rank correlation over ``n`` pairs with its 95 % interval (:func:`rank_interval`):
+    the signed effect of a hyperparameter (:class:`EffectInfo`), the trust in a rung
+    (:class:`analysis.data.rungs.RungCorrelation`).
 
     Attributes
     ----------
-    param : str
-    rho : float
-        Spearman's rank correlation with the accuracy (NaN when undefined: see ``note``).
-    low, high : float
-        Its 95 % interval (NaN below :data:`MIN_EFFECT_TRIALS` trials).
     n : int
-        Trials it rests on.
+        Pairs (trials) it rests on.
+    rho : float
+        The correlation, NaN when undefined (``note`` says why).
+    low, high : float
+        Its 95 % interval (NaN below :data:`MIN_EFFECT_TRIALS` pairs).
     note : str
         Why ``rho`` or its interval is missing, or ``""``.
     """
 
-    param: str
-    rho: float
-    low: float
-    high: float
     n: int
+    rho: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
     note: str = ""
 
     @property
     def clear(self) -> bool:
         """Whether the interval excludes 0."""
         return bool(self.low > 0 or self.high < 0)
+
+
+def rank_correlation(x: Any, y: Any) -> tuple[float, float, float]:
+    """Spearman's correlation of the paired values ``x`` and ``y`` and its interval: ``(rho, low, high)``."""
+    rho = float(spearmanr(np.asarray(x, dtype=float), np.asarray(y, dtype=float)).statistic)
+    return (rho, *rank_interval(rho, len(x)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EffectInfo(RankCorrelation):
+    """The signed effect of one hyperparameter ``param`` in one view: a :class:`RankCorrelation`
+    of its values with the accuracy."""
+
+    param: str
 
     @property
     def direction(self) -> str:
@@ -125,16 +141,15 @@ def signed_effects(results: pd.DataFrame, space: Mapping[str, ParamSpec]) -> lis
         values = _numeric(results[param])
         n = len(results)
         if values is None:
-            infos.append(EffectInfo(param, math.nan, math.nan, math.nan, n, "its choices have no order"))
+            infos.append(EffectInfo(param=param, n=n, note="its choices have no order"))
             continue
         if n < 3 or values.nunique() < 2 or np.ptp(acc) == 0:
             why = f"{n} trial(s)" if n < 3 else ("one value only" if values.nunique() < 2 else "the accuracy is constant")
-            infos.append(EffectInfo(param, math.nan, math.nan, math.nan, n, f"undefined: {why}"))
+            infos.append(EffectInfo(param=param, n=n, note=f"undefined: {why}"))
             continue
-        rho = float(spearmanr(values.to_numpy(dtype=float), acc).statistic)
-        low, high = rank_interval(rho, n)
+        rho, low, high = rank_correlation(values, acc)
         note = "" if n >= MIN_EFFECT_TRIALS else f"no interval below {MIN_EFFECT_TRIALS} trials"
-        infos.append(EffectInfo(param, rho, low, high, n, note))
+        infos.append(EffectInfo(param=param, n=n, rho=rho, low=low, high=high, note=note))
     return infos
 
 

@@ -23,7 +23,8 @@ import pandas as pd
 from ssot.errors import ResultsError, SSOTError
 from ssot.results import discovery, storage
 from ssot.results import experiment as results_experiment
-from ssot.results.experiment import EXPERIMENT_FILE, SPACE_KINDS, Problem
+from ssot.results import space as space_specs
+from ssot.results.experiment import EXPERIMENT_FILE, Problem
 from ssot.results.trials import PARAMS
 
 __all__ = [
@@ -38,9 +39,12 @@ __all__ = [
 
 ParamKind = Literal["log", "linear", "categorical", "grid", "fixed"]
 
-#: How each spec kind of :data:`ssot.results.experiment.SPACE_KINDS` is drawn.
-SPACE_TYPES: dict[str, ParamKind] = {"loguniform": "log", "choice": "categorical", "grid": "grid", "fixed": "fixed"}
-assert set(SPACE_TYPES) == set(SPACE_KINDS)
+#: How each spec kind of :data:`ssot.results.space.KINDS` is drawn.
+SPACE_TYPES: dict[str, ParamKind] = {"loguniform": "log", "uniform": "linear", "choice": "categorical", "grid": "grid",
+                                     "fixed": "fixed"}
+assert set(SPACE_TYPES) == set(space_specs.KINDS)
+#: The spec kind of each way of drawing (an inferred spec becomes a spec of :mod:`ssot.results.space` too).
+SPEC_KINDS: dict[ParamKind, str] = {kind: name for name, kind in SPACE_TYPES.items()}
 
 
 class AnalysisError(SSOTError):
@@ -67,9 +71,6 @@ class ParamSpec:
         Bounds of a continuous range.
     values : tuple
         The choices, grid values or the single fixed value.
-    inferred : bool
-        True when ``experiment.json`` did not describe the parameter and the spec was inferred
-        from the values in ``trials.csv``.
     """
 
     name: str
@@ -77,7 +78,6 @@ class ParamSpec:
     low: float | None = None
     high: float | None = None
     values: tuple[Any, ...] = ()
-    inferred: bool = False
 
     @property
     def searched(self) -> bool:
@@ -85,7 +85,7 @@ class ParamSpec:
         return self.kind != "fixed"
 
     @classmethod
-    def from_json(cls, name: str, entry: Mapping[str, Any]) -> ParamSpec:
+    def from_json(cls, name: str, entry: Any) -> ParamSpec:
         """Build a spec from one entry of ``experiment.json``'s ``space``.
 
         Parameters
@@ -98,40 +98,37 @@ class ParamSpec:
 
         Raises
         ------
-        ValueError
-            If the entry's ``type`` is unknown or its bounds/values are missing.
+        ssot.errors.ConfigError
+            A ``ValueError``: the entry breaks the rule of a spec (:func:`ssot.results.space.check_spec`,
+            the rule the search checked it with).
         """
-        if not isinstance(entry, Mapping):
-            raise ValueError(f"space entry {name!r} must be an object, got {entry!r}")
-        type_name = str(entry.get("type", "")).lower()
-        kind = SPACE_TYPES.get(type_name)
-        if kind is None:
-            raise ValueError(
-                f"space entry {name!r} has unknown type {entry.get('type')!r}; "
-                f"expected one of {sorted(SPACE_TYPES)}"
-            )
+        spec = space_specs.check_spec(name, entry)
+        kind = SPACE_TYPES[spec["type"]]
         if kind == "fixed":
-            if "value" not in entry:
-                raise ValueError(f"space entry {name!r} of type 'fixed' has no 'value'")
-            return cls(name, kind, values=(entry["value"],))
+            return cls(name, kind, values=(spec["value"],))
         if kind in ("categorical", "grid"):
-            values = entry.get("values")
-            if not isinstance(values, Sequence) or isinstance(values, str) or not values:
-                raise ValueError(f"space entry {name!r} of type {type_name!r} needs 'values'")
-            return cls(name, kind, values=tuple(_sorted_values(values)))
-        try:
-            low, high = float(entry["low"]), float(entry["high"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                f"space entry {name!r} of type {type_name!r} needs numeric 'low' and 'high'"
-            ) from None
-        if kind == "log" and low <= 0:
-            raise ValueError(f"space entry {name!r} is log-scaled but low={low} is not > 0")
-        return cls(name, kind, low=min(low, high), high=max(low, high))
+            return cls(name, kind, values=tuple(_sorted_values(spec["values"])))
+        return cls(name, kind, low=float(spec["low"]), high=float(spec["high"]))
+
+    def to_spec(self) -> space_specs.Spec:
+        """This parameter as a spec of :mod:`ssot.results.space` (inferred ones too)."""
+        kind = SPEC_KINDS[self.kind]
+        if self.kind == "fixed":
+            return {"type": kind, "value": self.values[0] if self.values else None}
+        if self.kind in ("categorical", "grid"):
+            return {"type": kind, "values": list(self.values)}
+        return {"type": kind, "low": self.low, "high": self.high}
+
+    def distribution(self, observed: Sequence[Any] | pd.Series = ()) -> Any:
+        """Its Optuna distribution, widened to cover the ``observed`` values
+        (:func:`ssot.results.space.distribution`); None for a fixed parameter or a range without width."""
+        numbers = pd.to_numeric(pd.Series(list(observed), dtype=object), errors="coerce").dropna().tolist()
+        return space_specs.distribution(self.to_spec(), numbers)
 
     @classmethod
     def infer(cls, name: str, values: pd.Series) -> ParamSpec:
-        """Guess a spec from observed values (used when ``experiment.json`` lacks the entry).
+        """Guess a spec from observed values (used when ``experiment.json`` lacks the entry or it
+        breaks the rule of a spec: a problem of the experiment says so).
 
         One distinct value gives ``"fixed"``, at most 12 distinct values ``"categorical"``,
         positive values spanning more than a decade ``"log"``, anything else ``"linear"``.
@@ -139,12 +136,12 @@ class ParamSpec:
         finite = pd.to_numeric(values, errors="coerce").dropna()
         distinct = _sorted_values(finite.unique().tolist())
         if len(distinct) <= 1:
-            return cls(name, "fixed", values=tuple(distinct) or (None,), inferred=True)
+            return cls(name, "fixed", values=tuple(distinct) or (None,))
         if len(distinct) <= 12:
-            return cls(name, "categorical", values=tuple(distinct), inferred=True)
+            return cls(name, "categorical", values=tuple(distinct))
         low, high = float(finite.min()), float(finite.max())
         kind: ParamKind = "log" if low > 0 and high / low > 10 else "linear"
-        return cls(name, kind, low=low, high=high, inferred=True)
+        return cls(name, kind, low=low, high=high)
 
 
 @dataclass
@@ -175,10 +172,6 @@ class Experiment(results_experiment.Experiment):
         """An identifier unique among the experiments of one results folder."""
         return f"{self.task}/{self.name}"
 
-    @property
-    def searched_params(self) -> list[str]:
-        """The names of the parameters that vary between trials, in display order."""
-        return [name for name, spec in self.space.items() if spec.searched]
 
 
 def _sorted_values(values: Sequence[Any]) -> list[Any]:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.data.experiments import Experiment, ParamSpec
-from ssot.results import metrics
+from ssot.results import numbers
 from ssot.results import trials as trial_model
 from ssot.results.paper import paper_row
 
@@ -72,25 +72,14 @@ def format_value(value: Any) -> str:
 def format_percent(fraction: Any, digits: int = 1) -> str:
     """A fraction in [0, 1] as a percentage, ``"98.4 %"``; ``"—"`` for a missing value. The
     dashboard writes every accuracy so (or as a bare number under a heading ending in "(%)")."""
-    try:
-        number = float(fraction)
-    except (TypeError, ValueError):
-        return "—"
-    return f"{100 * number:.{digits}f} %" if math.isfinite(number) else "—"
+    return numbers.percent(fraction, digits, missing=numbers.DASH, unit=" %")
 
 
 def format_metric(name: str, value: Any, digits: int = 1) -> str:
     """A value of the metric ``name`` as the dashboard writes it: a fraction metric of the registry
-    (:mod:`ssot.results.metrics`, ``fraction=True``: accuracies, MixVal) in percent
-    (:func:`format_percent`), any other to 4 significant digits; ``"—"`` for a missing value."""
-    known = name in {m.name for m in metrics.METRICS}
-    if known and metrics.metric(name).fraction:
-        return format_percent(value, digits)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return "—"
-    return f"{number:.4g}" if math.isfinite(number) else "—"
+    (:func:`ssot.results.metrics.is_fraction`: accuracies, MixVal) in percent
+    (:func:`ssot.results.numbers.metric_value`), any other to 4 significant digits; ``"—"`` for a missing value."""
+    return numbers.metric_value(name, value, digits, missing=numbers.DASH, unit=True)
 
 
 def format_config(row: Mapping[str, Any], params: Sequence[str]) -> str:

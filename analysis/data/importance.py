@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import optuna
 import pandas as pd
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
+from optuna.distributions import BaseDistribution, FloatDistribution
 from optuna.importance import (
     BaseImportanceEvaluator,
     FanovaImportanceEvaluator,
@@ -60,7 +60,6 @@ __all__ = [
     "bootstrap_importances",
     "importance_disagreement",
     "ped_anova_evaluator",
-    "optuna_distribution",
     "importance_frame",
     "importance_spread",
 ]
@@ -129,35 +128,6 @@ class ImportanceInfo:
         return next(iter(self.importances), None)
 
 
-def optuna_distribution(spec: ParamSpec, observed: pd.Series) -> BaseDistribution | None:
-    """The Optuna distribution of a searched parameter, widened to cover the observed values.
-
-    Log and linear ranges become ``FloatDistribution`` (``log=True`` on log axes); a numeric
-    grid becomes a ``FloatDistribution`` over its range (log when it spans more than a decade of
-    positive values), so that the evaluator sees its order; choices become a
-    ``CategoricalDistribution``. Fixed parameters give None.
-    """
-    if spec.kind == "fixed":
-        return None
-    if spec.kind == "categorical":
-        return CategoricalDistribution(list(spec.values))
-    values = pd.to_numeric(observed, errors="coerce").dropna()
-    if spec.kind == "grid":
-        grid = pd.to_numeric(pd.Series(spec.values), errors="coerce")
-        if grid.isna().any():
-            return CategoricalDistribution(list(spec.values))
-        values = pd.concat([values, grid])
-        low, high = float(values.min()), float(values.max())
-        log = low > 0 and high / low > 10
-    else:
-        low = float(min([spec.low, *values.tolist()]))
-        high = float(max([spec.high, *values.tolist()]))
-        log = spec.kind == "log"
-    if high <= low:
-        return None
-    return FloatDistribution(low, high, log=log)
-
-
 def _param_value(spec: ParamSpec, value: Any) -> Any:
     """The value as the distribution expects it (the choice object itself for categoricals)."""
     if spec.kind == "categorical" or (spec.kind == "grid" and not _numeric(spec.values)):
@@ -189,7 +159,7 @@ def _distributions(results: pd.DataFrame, space: Mapping[str, ParamSpec]) -> dic
     return {
         param: dist
         for param, spec in space.items()
-        if param in results and (dist := optuna_distribution(spec, results[param])) is not None
+        if param in results and (dist := spec.distribution(results[param])) is not None
     }
 
 

@@ -24,9 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
-from scipy.stats import spearmanr
 
-from analysis.data.effects import rank_interval
+from analysis.data.effects import RankCorrelation, rank_correlation
 from analysis.data.experiments import Experiment
 from analysis.data.frames import final_results
 from analysis.data.views import epoch_results, rung_epochs
@@ -48,33 +47,25 @@ def strength(rho: float) -> str:
     return next((word for low, word in STRENGTHS if rho >= low), "not given")
 
 
-@dataclass(frozen=True)
-class RungCorrelation:
-    """The rank correlation between one rung and the last epoch.
+@dataclass(frozen=True, kw_only=True)
+class RungCorrelation(RankCorrelation):
+    """The rank correlation (:class:`analysis.data.effects.RankCorrelation`) between the accuracy
+    at one rung and at the last epoch, over the trials that recorded both.
 
     Attributes
     ----------
     rung : int
         The epoch of the rung.
     final_epoch : int
-    n : int
-        Trials that recorded both.
-    rho, low, high : float
-        Spearman's correlation and its 95 % interval (NaN with a ``note``).
+        The last epoch.
     asha : bool
         Whether ``rung`` is one of the search's ASHA rungs (else any epoch of a search run
         without early stopping).
-    note : str
     """
 
     rung: int
     final_epoch: int
-    n: int
-    rho: float
-    low: float
-    high: float
     asha: bool
-    note: str = ""
 
     @property
     def very_strong(self) -> bool:
@@ -106,15 +97,14 @@ def rung_correlations(experiment: Experiment, table: pd.DataFrame) -> list[RungC
         n = len(both)
         if n < MIN_RUNG_TRIALS:
             note = f"not computed: {n} trial(s) reached epoch {rung} and the last epoch (at least {MIN_RUNG_TRIALS} needed)"
-            out.append(RungCorrelation(rung, final_epoch, n, math.nan, math.nan, math.nan, asha, note))
+            out.append(RungCorrelation(rung=rung, final_epoch=final_epoch, asha=asha, n=n, note=note))
             continue
         if both["rung"].nunique() < 2 or both["final"].nunique() < 2:
-            out.append(RungCorrelation(rung, final_epoch, n, math.nan, math.nan, math.nan, asha,
-                                       "undefined: the accuracies are all equal"))
+            out.append(RungCorrelation(rung=rung, final_epoch=final_epoch, asha=asha, n=n,
+                                       note="undefined: the accuracies are all equal"))
             continue
-        rho = float(spearmanr(both["rung"], both["final"]).statistic)
-        low, high = rank_interval(rho, n)
-        out.append(RungCorrelation(rung, final_epoch, n, rho, low, high, asha))
+        rho, low, high = rank_correlation(both["rung"], both["final"])
+        out.append(RungCorrelation(rung=rung, final_epoch=final_epoch, asha=asha, n=n, rho=rho, low=low, high=high))
     return out
 
 

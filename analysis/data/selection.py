@@ -43,6 +43,7 @@ import pandas as pd
 
 from ssot.results import discovery
 from ssot.results.markdown import bold, markdown_table
+from ssot.results.numbers import fixed
 from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
 
 ORACLE = "target_acc"
@@ -259,7 +260,7 @@ def to_markdown(summ: pd.DataFrame) -> str:
     mean rank correlations)."""
     rows = []
     for r in summ.itertuples():
-        corr = [("" if v != v else f"{v:.2f}") for v in (r.spearman, r.kendall)]
+        corr = [fixed(v, 2) for v in (r.spearman, r.kendall)]
         rows.append([r.task, r.selection, r.validator, r.experiments, f"{r.regret_median:.1f}", f"{r.regret_worst:.1f}", *corr])
     return markdown_table(["task", "selection", "validator", "experiments", "median regret (points)", "worst regret",
                            "Spearman", "Kendall"], rows, "llllrrrr")

@@ -25,7 +25,6 @@ import pandas as pd
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 
 from analysis.data.experiments import ParamSpec
-from analysis.data.importance import optuna_distribution
 
 if TYPE_CHECKING:
     from sklearn.ensemble import RandomForestRegressor
@@ -55,7 +54,7 @@ class Axis:
     ----------
     param : str
     dist : optuna.distributions.BaseDistribution
-        Its range (:func:`analysis.data.importance.optuna_distribution`).
+        Its range (:meth:`analysis.data.experiments.ParamSpec.distribution`).
     """
 
     param: str
@@ -107,7 +106,7 @@ def axes_of(results: pd.DataFrame, space: Mapping[str, ParamSpec]) -> dict[str, 
     """The axis of every searched hyperparameter of ``space`` that ``results`` records and that
     varies, in the space's order."""
     return {p: Axis(p, d) for p, spec in space.items()
-            if p in results and (d := optuna_distribution(spec, results[p])) is not None}
+            if p in results and (d := spec.distribution(results[p])) is not None}
 
 
 def features(results: pd.DataFrame, axes: Mapping[str, Axis]) -> np.ndarray:

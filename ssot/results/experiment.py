@@ -4,7 +4,7 @@ An experiment is one search on one task, in a folder holding
 
 ``experiment.json`` (:data:`EXPERIMENT_FILE`)
     task, dataset, name, search kind, the ``metric`` it selects on and its ``mode``, the
-    space (spec kinds :data:`SPACE_KINDS`), ``max_epochs``, ``status`` (:data:`EXPERIMENT_STATUSES`),
+    space (specs of :mod:`ssot.results.space`), ``max_epochs``, ``status`` (:data:`EXPERIMENT_STATUSES`),
     ``best_trial`` (the id :func:`ssot.results.trials.best_trial` picks), ...;
 ``trials.csv`` (:data:`TRIALS_FILE`)
     one row per (trial, epoch), see :mod:`ssot.results.trials`;
@@ -31,6 +31,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from ssot.errors import ResultsError
+from ssot.results import storage
 from ssot.results import trials as trial_model
 from ssot.results.metrics import DEFAULT_METRIC, METRIC_COLUMNS, metric
 from ssot.results.trials import ERRORED, PARAMS, PREDICTIONS_COLUMN, REQUIRED_COLUMNS, RUNNING, STATUSES
@@ -44,8 +45,6 @@ FILES: tuple[str, ...] = (TRIALS_FILE, BEST_CONFIG_FILE, EXPERIMENT_FILE)
 FINISHED = "finished"
 EXPERIMENT_STATUSES: tuple[str, ...] = (RUNNING, FINISHED, ERRORED)
 
-#: The kinds of space spec that ``tune/space.py`` writes into ``experiment.json``.
-SPACE_KINDS: tuple[str, ...] = ("loguniform", "choice", "grid", "fixed")
 #: ``experiment.json``'s key naming the experiment whose configs a search replayed
 #: (``tune/search.py --configs-from``): ``{"path", "name", "task", "search", "seed", "n_configs"}``.
 REFERENCE_KEY = "configs_from"
@@ -84,13 +83,11 @@ def experiment_texts(meta: Mapping[str, Any], trials: pd.DataFrame,
 
 
 def write_experiment(folder: str | os.PathLike[str], meta: Mapping[str, Any], trials: pd.DataFrame,
-                     best_config: Mapping[str, Any] | None) -> Path:
-    """Write an experiment into a local ``folder`` (created); returns it."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+                     best_config: Mapping[str, Any] | None) -> None:
+    """Write an experiment's files into ``folder`` (a local path, created, or a URI), each whole
+    (:func:`ssot.results.storage.write_text`), ``experiment.json`` (which carries the status) last."""
     for name, text in experiment_texts(meta, trials, best_config).items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
+        storage.write_text(storage.join(str(folder), name), text)
 
 
 # -------------------------------------------------------------------------------- the experiment
@@ -320,6 +317,9 @@ def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) 
     if meta is None:
         return Experiment(folder, None, None, None, problems)
     running = meta.get("status") == RUNNING
+    if "status" in meta and meta["status"] not in EXPERIMENT_STATUSES:
+        problems.append(Problem(folder / EXPERIMENT_FILE, f"has the status {meta['status']!r}, not one of "
+                                f"{', '.join(EXPERIMENT_STATUSES)}: read as a search that did not finish"))
     if running:
         problems.append(Problem(folder / EXPERIMENT_FILE, "the search is still running: its results are partial and "
                                 "trials still running are not in the final-epoch view; read it again when it finishes"))

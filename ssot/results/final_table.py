@@ -37,6 +37,7 @@ import pandas as pd
 
 from ssot.data.registry import dataset_of
 from ssot.errors import ResultsError
+from ssot.results import numbers
 from ssot.results.markdown import markdown_table
 from ssot.results.outputs import check_output
 from ssot.results.paper import read_paper_accuracy
@@ -139,15 +140,11 @@ def results_table(records_by_task: Mapping[str, Sequence[Mapping[str, Any] | Run
 
 
 # ------------------------------------------------------------------------------------ Markdown
-def _fmt(value: float, fmt: str = ".1f") -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
-
-
 def format_mean_std(mean: float, std: float) -> str:
     """``97.2 ± 1.3`` (one decimal), or an empty string when there is no value."""
-    if _fmt(mean) == "":
+    if numbers.finite(mean) is None:
         return ""
-    return f"{mean:.1f} ± {std:.1f}"
+    return f"{numbers.fixed(mean)} ± {numbers.fixed(std)}"
 
 
 def to_markdown(table: pd.DataFrame) -> str:
@@ -166,8 +163,8 @@ def to_markdown(table: pd.DataFrame) -> str:
     header = ["task", "dataset", "seeds", "SSOT (ours, %)", "source-only (ours, %)", "SSOT (paper, %)",
               "source-only (paper, %)", "ours - paper", "statuses"]
     rows = [[row["task"], row["dataset"], row["seeds"], format_mean_std(row["ssot_acc_mean"], row["ssot_acc_std"]),
-             format_mean_std(row["source_only_acc_mean"], row["source_only_acc_std"]), _fmt(row["paper_ssot_acc"]),
-             _fmt(row["paper_source_only_acc"]), _fmt(row["delta_vs_paper"], "+.1f"), row["statuses"]]
+             format_mean_std(row["source_only_acc_mean"], row["source_only_acc_std"]), numbers.fixed(row["paper_ssot_acc"]),
+             numbers.fixed(row["paper_source_only_acc"]), numbers.fixed(row["delta_vs_paper"], sign=True), row["statuses"]]
             for row in table.to_dict("records")]
     return markdown_table(header, rows, "lllrrrrrl")
 

@@ -106,9 +106,11 @@ def metric(name: str) -> Metric:
     raise ValueError(f"The 'metric' parameter must be one of {', '.join(METRIC_COLUMNS)}. Got {name!r} instead.")
 
 
-def selectable_metrics() -> tuple[str, ...]:
-    """The metric columns a selection may rank trials by (those with a direction)."""
-    return tuple(m.name for m in METRICS if m.direction is not None and m.column)
+def is_fraction(name: str) -> bool:
+    """Whether the metric ``name`` is a fraction in [0, 1] (written in percent); False for a name
+    the registry does not know."""
+    known = _BY_NAME.get(name)
+    return known is not None and known.fraction
 
 
 def worst_value(name: str) -> float:

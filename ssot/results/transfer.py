@@ -48,6 +48,7 @@ import pandas as pd
 from ssot.errors import ResultsError
 from ssot.results.experiment import Problem, now
 from ssot.results.markdown import markdown_table
+from ssot.results.numbers import fixed
 from ssot.results.record import RUNS_DIR, RunRecord, read_record
 
 __all__ = ["MANIFEST_FILE", "CSV_NAME", "MARKDOWN_NAME", "DEFAULT_SOURCE", "COLUMNS", "METRIC", "Transfer", "run_path",
@@ -106,16 +107,12 @@ def transfer_table(manifest: Mapping[str, Any], records: Mapping[tuple[str, str,
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _fmt(value: float, digits: int = 1) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
-
-
 def to_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: accuracy (mean +- std over seeds, %) and the loss against the
     target's own best (points, paired over seeds)."""
     header = ["source config", "on task", "seeds", "target acc (%)", "own best (%)", "loss (points)", "statuses"]
-    rows = [[r.source, r.target, r.seeds, f"{_fmt(r.mean_acc)} ± {_fmt(r.std_acc)}", _fmt(r.own_acc),
-             f"{_fmt(r.loss)} ± {_fmt(r.loss_std)}", r.statuses] for r in table.itertuples()]
+    rows = [[r.source, r.target, r.seeds, f"{fixed(r.mean_acc)} ± {fixed(r.std_acc)}", fixed(r.own_acc),
+             f"{fixed(r.loss)} ± {fixed(r.loss_std)}", r.statuses] for r in table.itertuples()]
     return markdown_table(header, rows, "lllrrrl")
 
 

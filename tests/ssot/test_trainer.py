@@ -1,8 +1,6 @@
 """The alternating SSOT loop on the embedded digits task (CPU, seconds)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
@@ -124,16 +122,17 @@ def test_divergence_is_recorded_with_its_reason(digits_task):
 
 
 @pytest.mark.parametrize("name", list(step_reference.RUNS))
-def test_the_step_gives_the_numbers_of_the_step_that_read_every_loss_on_the_host(name):
+def test_the_step_gives_the_numbers_of_the_step_that_read_every_loss_on_the_host(name, monkeypatch):
     """Per-epoch losses, OT value and accuracies of short digits runs, one per OT solver, against
-    those of the code before (tests/fixtures/step_reference.py: recorded from main ad4ae82)."""
-    expected = json.loads(step_reference.PATH.read_text())["runs"][name]
+    the same run with the step and epoch loop of before (ad4ae82: the mask computed twice, every
+    loss read and checked on the host each iteration, Python sums; tests/fixtures/step_reference.py),
+    both trained here, on this CPU: the same float32 operations in the same order on both sides, so
+    the numbers are equal, not close (a reference recorded on another CPU differed by up to 8.5e-6)."""
     got = step_reference.run_values(name)
-    assert len(got) == len(expected) == 3
-    for mine, before in zip(got, expected):
-        assert mine == pytest.approx(before, rel=1e-6, abs=1e-9)
-
-
+    monkeypatch.setattr(method, "train_epoch", step_reference.old_train_epoch)
+    before = step_reference.run_values(name)
+    assert len(got) == len(before) == 3
+    assert got == before
 def test_a_divergence_is_caught_at_the_next_check_naming_its_window(digits_task, monkeypatch):
     trainer = Trainer(SSOTConfig.for_task("digits", epochs=2, pretrain_epochs=1, iters_per_epoch=60, lr=1e30), digits_task)
     steps = []

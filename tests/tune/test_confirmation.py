@@ -54,6 +54,11 @@ def test_a_raced_table_takes_the_race_pick_and_each_candidates_own_seeds():
     expected = 1 - stats.ttest_rel([0.70, 0.72], [0.60, 0.61], alternative="greater").pvalue
     assert table["p_best"].tolist() == pytest.approx([expected, expected])
     assert "eliminated after 2 seeds" in confirmation.to_markdown(table)
+    budget = racing.RaceResult(values=values, seeds=[5, 6, 7, 8], mode="max", pick=cands[0].label, survivors=[c.label for c in cands],
+                               stop="budget", runs=6)  # both still in the race when the budget ran out
+    assert confirmation.race_outcome(budget, cands[1].label) == "in contention at the end (2 seeds)"
+    with pytest.raises(ValueError, match="must name a candidate of the race. Got 'P2H #3 trial t3'"):
+        confirmation.race_outcome(race, "P2H #3 trial t3")  # neither picked, eliminated nor a survivor
 
 
 def test_the_candidates_of_a_truncated_trials_csv_come_with_the_readers_warning(tmp_path):
@@ -68,3 +73,16 @@ def test_the_candidates_of_a_truncated_trials_csv_come_with_the_readers_warning(
     assert [c.trial_id for c in candidates] == ["t3"]
     assert warnings == [f"{folder / 'trials.csv'}: 1 malformed row(s) dropped (trial t6): the file is truncated, corrupt or "
                         "still being written - the other rows are used"]
+
+
+@pytest.mark.parametrize(("metric", "mode", "written"), [("target_acc", "max", "85.00 ± 7.07 %"), ("mixval", "max", "85.00 ± 7.07 %"),
+                                                         ("entropy", "min", "0.85 ± 0.07071")])
+def test_the_table_writes_a_metric_as_the_registry_says(metric, mode, written):
+    """A fraction of the metric registry (accuracies and MixVal) in percent, as on the dashboard;
+    any other metric to 4 significant digits."""
+    cand = confirmation.Candidate(task="digits", experiment=Path("e"), metric=metric, mode=mode, search_rank=1, trial_id="t1",
+                                  params={"lambda_ot": 1.0}, search_value=0.9, config=SSOTConfig.for_task("digits"))
+    records = {("digits #1 trial t1", s): {"status": "completed", "epochs": [{metric: v}]} for s, v in ((0, 0.8), (1, 0.9))}
+    text = confirmation.to_markdown(confirmation.confirmation_table([cand], records, [0, 1]))
+    assert written in text
+    assert ("90.00 % (seed" if metric != "entropy" else "0.9 (seed") in text

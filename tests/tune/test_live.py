@@ -104,8 +104,8 @@ def test_the_progress_line_counts_configs_against_num_samples_also_with_populati
     far); issue 32: it counts configs against --num-samples, with the elapsed time (earlier runs
     of a resumed search included) and an estimate of what is left."""
     from ssot.results.experiment import new_meta
+    from ssot.results.space import default_space
     from tune.live import TrialLines
-    from tune.space import default_space
 
     meta = new_meta(task="P2H", dataset="printed", name="screen", search="tpe", space=default_space(), max_epochs=3,
                     num_samples=16, population=4, elapsed_s=30.0)

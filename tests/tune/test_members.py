@@ -6,9 +6,9 @@ import math
 import pandas as pd
 import pytest
 
+from ssot.results.space import default_space
 from tune import members
 from tune.outputs import TrialHistory, trial_frame
-from tune.space import default_space
 
 INFO = {"task": "digits", "search": "tpe", "max_epochs": 3, "space": default_space()}
 

@@ -17,12 +17,12 @@ pytest.importorskip("ray")
 import optuna  # noqa: E402
 
 from ssot.config import SSOTConfig  # noqa: E402
+from ssot.results.space import default_space, optuna_space  # noqa: E402
 from tests.fixtures import REPO  # noqa: E402
 from tests.fixtures.study import check_study_agrees  # noqa: E402
 from tune import members  # noqa: E402
 from tune.optuna_study import StudyMirror  # noqa: E402
 from tune.searcher import StudySearcher  # noqa: E402
-from tune.space import default_space, optuna_space  # noqa: E402
 
 FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
 DEFAULT = {"lambda_ot": 1.0, "lambda_ent": 1.0, "eps": 1.0, "potential_width": 256}

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from ssot.errors import ConfigError
+from ssot.results import space as spaces
 from tests.fixtures import REPO
 from tests.fixtures.experiments import last_rows as final_results
 from tests.fixtures.study import check_study_agrees
-from tune import space as spaces
 
 SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
 

@@ -77,17 +77,24 @@ def test_saved_trials_that_do_not_match_experiment_json_are_refused(stopped):
         run_search(dataclasses.replace(options, num_samples=2))
 
 
-def test_a_finished_trial_whose_checkpoint_is_gone_gets_an_ended_marker(stopped):
-    """The saved state of a driver killed after a trial ended (its end not saved) and after the
-    trial's checkpoints were removed: --resume would error it for good."""
-    folder, _ = stopped
-    fs, path = storage.filesystem(str(folder))
+def _saved_as_running(folder) -> dict:
+    """Rewrite the newest saved state of ``folder`` as if its first trial were still running (a
+    driver killed before that trial's end was saved); returns that trial's saved data."""
     state_file = sorted(folder.glob("experiment_state-*.json"))[-1]
     saved = json.loads(state_file.read_text())
     trial = json.loads(saved["trial_data"][0][0])
     trial["status"] = "RUNNING"
     saved["trial_data"][0][0] = json.dumps(trial)
     state_file.write_text(json.dumps(saved))
+    return trial
+
+
+def test_a_finished_trial_whose_checkpoint_is_gone_gets_an_ended_marker(stopped):
+    """The saved state of a driver killed after a trial ended (its end not saved) and after the
+    trial's checkpoints were removed: --resume would error it for good."""
+    folder, _ = stopped
+    fs, path = storage.filesystem(str(folder))
+    trial = _saved_as_running(folder)
     trials = state.saved_trials(fs, path)
     assert [t.status for t in trials] == ["RUNNING", "TERMINATED", "TERMINATED"] and trials[0].checkpoint is not None
     assert not list(folder.glob("trial_*/checkpoint_*"))  # the finished search removed every checkpoint
@@ -102,12 +109,7 @@ def test_a_running_trial_whose_checkpoint_is_gone_continues_from_its_newest_comp
     """A trial's checkpoints hold its members' state (tune.state.STATE_FILE): the repair copies the newest complete one."""
     folder, _ = stopped
     fs, path = storage.filesystem(str(folder))
-    state_file = sorted(folder.glob("experiment_state-*.json"))[-1]
-    saved = json.loads(state_file.read_text())
-    trial = json.loads(saved["trial_data"][0][0])
-    trial["status"] = "RUNNING"
-    saved["trial_data"][0][0] = json.dumps(trial)
-    state_file.write_text(json.dumps(saved))
+    trial = _saved_as_running(folder)
     wanted = state.saved_trials(fs, path)[0].checkpoint
     assert wanted >= 1
     older = folder / trial["relative_logdir"] / f"checkpoint_{wanted - 1:06d}"

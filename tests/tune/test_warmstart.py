@@ -12,9 +12,9 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from ssot.errors import SSOTError  # noqa: E402
+from ssot.results import space as spaces  # noqa: E402
 from tests.fixtures.experiments import TPE_SPACE, write_atlas_results  # noqa: E402
 from tune import members, search, warmstart  # noqa: E402
-from tune import space as spaces  # noqa: E402
 from tune.experiment import _searcher, run_search, search_meta  # noqa: E402
 from tune.options import SearchOptions, base_config  # noqa: E402
 

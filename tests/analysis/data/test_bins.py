@@ -11,13 +11,9 @@ from analysis.charts.heatmap import heatmap_figure
 from analysis.data.bins import axis_bins, heatmap_info
 from analysis.data.experiments import ParamSpec, load_experiments
 from analysis.data.frames import final_results, param_pairs, trial_table
-from tests.fixtures.experiments import PAPER_GRID, TPE_SPACE, grid_accuracy, loaded, trial_rows, write_experiment
+from tests.fixtures.experiments import PAPER_GRID, TPE_SPACE, by_task, grid_accuracy, loaded, trial_rows, write_experiment
 
 EPOCHS = 4
-
-
-def _by_task(experiments: list, task: str):
-    return next(e for e in experiments if e.task == task)
 
 
 def test_decade_cells_are_centred_on_the_papers_grid() -> None:
@@ -121,7 +117,7 @@ def test_grid_search_maps_to_its_cells_exactly(edge_results: Path) -> None:
 
 def test_tpe_heatmap_bins_hover_data_and_empty_cells(edge_results: Path) -> None:
     experiments, _ = load_experiments(edge_results)
-    tpe = _by_task(experiments, "A2D")
+    tpe = by_task(experiments, "A2D")
     res = final_results(trial_table(tpe), "final")
     info = heatmap_info(res, "lambda_ot", "lambda_ent", tpe.space)
     # the same 5x5 cells as the grid search over the paper's grid

@@ -13,10 +13,6 @@ from ssot.results.experiment import parse_trials
 from tests.fixtures.experiments import EDGE_TRIALS, write_edge_tpe
 
 
-def _by_task(experiments: list, task: str):
-    return next(e for e in experiments if e.task == task)
-
-
 def test_load_experiments_reads_the_good_and_reports_the_bad(edge_results: Path) -> None:
     experiments, problems = load_experiments(edge_results)
     assert sorted(e.task for e in experiments) == ["A2D", "I2P", "P2I", "P2I"]
@@ -103,9 +99,28 @@ def test_param_spec_from_json_and_errors() -> None:
     grid = ParamSpec.from_json("lambda_ot", {"type": "grid", "values": [10, 0.1, 1]})
     assert grid.kind == "grid" and grid.values == (0.1, 1, 10)
     assert not ParamSpec.from_json("eps", {"type": "fixed", "value": 1.0}).searched
-    with pytest.raises(ValueError, match="unknown type"):
+    linear = ParamSpec.from_json("eps", {"type": "uniform", "low": 0.5, "high": 2})
+    assert (linear.kind, linear.low, linear.high) == ("linear", 0.5, 2.0)
+    for each in (spec, grid, linear, ParamSpec("eps", "fixed", values=(1.0,))):  # a spec of ssot.results.space, and back
+        assert ParamSpec.from_json(each.name, each.to_spec()) == each
+    with pytest.raises(ValueError, match="The spec type of 'eps' must be one of"):  # the search's rule (ssot.results.space)
         ParamSpec.from_json("eps", {"type": "normal"})
-    with pytest.raises(ValueError, match="not > 0"):
+    with pytest.raises(ValueError, match="must satisfy 0 < low < high"):
         ParamSpec.from_json("eps", {"type": "loguniform", "low": 0, "high": 1})
+    with pytest.raises(ValueError, match="must satisfy 0 < low < high"):  # never swapped
+        ParamSpec.from_json("eps", {"type": "loguniform", "low": 10, "high": 0.001})
     inferred = ParamSpec.infer("eps", pd.Series(np.logspace(-2, 1, 30)))
-    assert inferred.kind == "log" and inferred.inferred
+    assert inferred.kind == "log" and (inferred.low, inferred.high) == pytest.approx((0.01, 10.0))
+
+
+def test_a_bad_spec_is_a_problem_and_the_axis_is_inferred(tmp_path: Path) -> None:
+    import json
+
+    folder = write_edge_tpe(tmp_path / "x" / "A2D")
+    meta = json.loads((folder / "experiment.json").read_text())
+    meta["space"]["lambda_ot"] = {"type": "loguniform", "low": 10.0, "high": 0.001}  # the search would have refused it
+    (folder / "experiment.json").write_text(json.dumps(meta))
+    experiment, problems = load_experiment(folder)
+    assert experiment is not None
+    assert experiment.space["lambda_ot"] == ParamSpec.infer("lambda_ot", experiment.trials["lambda_ot"])  # from trials.csv
+    assert any("lambda_ot" in p.message and "0 < low < high" in p.message and "inferred" in p.message for p in problems)

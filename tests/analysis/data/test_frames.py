@@ -20,16 +20,12 @@ from analysis.data.frames import (
 )
 from ssot.results.paper import read_paper_accuracy
 from tests.fixtures.experiments import EDGE_EPOCHS as EPOCHS
-from tests.fixtures.experiments import TPE_SPACE, loaded, trial_rows, write_experiment
-
-
-def _by_task(experiments: list, task: str):
-    return next(e for e in experiments if e.task == task)
+from tests.fixtures.experiments import TPE_SPACE, by_task, loaded, trial_rows, write_experiment
 
 
 def test_trial_table_and_modes_never_mix_statuses(edge_results: Path) -> None:
     experiments, _ = load_experiments(edge_results)
-    table = trial_table(_by_task(experiments, "A2D")).set_index("trial_id")
+    table = trial_table(by_task(experiments, "A2D")).set_index("trial_id")
     assert table.loc["t3", "reached_final"] and table.loc["t3", "final_acc"] == 0.90
     assert not table.loc["t4", "reached_final"] and math.isnan(table.loc["t4", "final_acc"])
     assert table.loc["t4", "best_acc"] == 0.95
@@ -82,7 +78,7 @@ def test_trials_that_recorded_no_epoch_are_counted_not_drawn(tmp_path: Path) -> 
 
 def test_learning_curves_mark_the_last_real_epoch(edge_results: Path) -> None:
     experiments, _ = load_experiments(edge_results)
-    curves = learning_curves(_by_task(experiments, "A2D"))
+    curves = learning_curves(by_task(experiments, "A2D"))
     stopped = curves[curves["trial_id"] == "t4"]
     assert stopped["epoch"].tolist() == [1, 2] and stopped["is_last"].tolist() == [False, True]
     diverged = curves[curves["trial_id"] == "t5"]
@@ -93,7 +89,7 @@ def test_learning_curves_mark_the_last_real_epoch(edge_results: Path) -> None:
 
 def test_every_pair_of_searched_params(edge_results: Path) -> None:
     experiments, _ = load_experiments(edge_results)
-    pairs = param_pairs(_by_task(experiments, "A2D").space)
+    pairs = param_pairs(by_task(experiments, "A2D").space)
     assert pairs[0] == ("lambda_ot", "lambda_ent") and len(pairs) == 6
 
 

@@ -24,10 +24,6 @@ from analysis.data.views import experiment_views
 from tests.fixtures.experiments import N_TRIALS, asha_experiment
 
 
-def _by_task(experiments: list, task: str):
-    return next(e for e in experiments if e.task == task)
-
-
 def test_importance_uses_optuna_and_explains_when_it_cannot(edge_results: Path) -> None:
     experiments, _ = load_experiments(edge_results)
     grid = next(e for e in experiments if e.search == "grid")

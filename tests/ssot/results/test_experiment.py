@@ -93,3 +93,17 @@ def test_readers_take_the_best_trial_experiment_json_records_and_check_finished_
         check_finished(read_experiment(folder))
     (folder / "experiment.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "best_trial"} | {"status": "running"}))
     assert read_experiment(folder).best_trial()["trial_id"] == "t1"  # no record yet: the rule
+
+
+def test_a_status_that_is_not_an_experiment_status_is_a_problem(tmp_path):
+    from ssot.results.experiment import EXPERIMENT_STATUSES, write_experiment
+    from tests.fixtures.experiments import write_edge_tpe
+
+    folder = write_edge_tpe(tmp_path / "x" / "A2D")
+    experiment = read_experiment(folder)
+    assert experiment.status in EXPERIMENT_STATUSES and not any("status" in p.message for p in experiment.problems)
+    write_experiment(folder, {**experiment.meta, "status": "done"}, experiment.trials, experiment.best_config)
+    again = read_experiment(folder)
+    assert again.status == "done" and again.trials is not None and len(again.trials) == len(experiment.trials)
+    assert [p.message for p in again.problems if "status" in p.message] == [
+        "has the status 'done', not one of running, finished, errored: read as a search that did not finish"]

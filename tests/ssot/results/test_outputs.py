@@ -1,4 +1,4 @@
-"""`ssot.results.outputs.check_output` (``ssot.cli.check_output``): every output location is tried
+"""`ssot.results.outputs.check_output`: every output location is tried
 before any work, refused in one line, and nothing is left behind."""
 from __future__ import annotations
 
