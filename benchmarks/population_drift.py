@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA GPU here; nothing measured")
+        return 0
     from ssot.config import SSOTConfig
     from ssot.data.features import load_feature_task
 
