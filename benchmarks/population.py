@@ -135,7 +135,7 @@ def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: floa
         population = Population(random_configs(base, size), task, workers=1)  # one stack in this process
         population.pretrain(lambda host: None)  # throughput only: the weights need no pretraining
         single, stacked = alternated(lambda: trainer.step(xs, ys, xt), functools.partial(population.step, xs, ys, xt), rounds, device)
-        row = {"size": size, "member_rate": size / stacked, "single_rate": 1 / single}
+        row: dict[str, Any] = {"size": size, "member_rate": size / stacked, "single_rate": 1 / single}
         if epoch_rounds:
             single, stacked = alternated(trainer.adapt_epoch, population.adapt_epoch, epoch_rounds, device)
             row.update(member_epochs=size / stacked, single_epochs=1 / single)
