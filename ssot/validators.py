@@ -258,23 +258,24 @@ def domain_weights(feats_source: Tensor, feats_target: Tensor, *, folds: int = D
     **The solver.** Every member's ``folds`` classifiers are one batched problem, solved by damped
     Newton steps in float64 (the features, the iterates, the gradient and the objective), the
     penalties from the strongest to the weakest, each starting from the previous one's solution
-    (``steps``: :data:`DEV_STEPS`, the Newton steps from the zero start and from a warm start). Each step solves
-    :math:`H_k \Delta = -\nabla f_k` by a batched Cholesky factorisation
-    (``torch.linalg.cholesky_ex``, no host read) and takes the whole step where it decreases
-    :math:`f_k` by Armijo's rule, else the step length that minimises the quadratic upper bound of
-    the logistic loss along it (:math:`p(1 - p) \le 1/4`), a sure decrease; the logits after the
-    step come from the one pass over the features it takes anyway. The curvature
-    :math:`H_k` is the Hessian of :math:`f_k` with the fold classifiers' weights
-    :math:`p_i(1 - p_i)` pooled over the folds that fit sample :math:`i` (the fits differ only by
-    a fifth of their samples): every fold's matrix is a sum of the same per-fold blocks, one
-    product over the features for all folds instead of one per fold, accumulated in float32 and
-    factorised in float64. The curvature sets only the speed of convergence; the point it
-    converges to is the zero of the float64 gradient, the optimum of :math:`f_k` (strictly
-    convex). With ``DEV_STEPS`` the gradient ends at the float64 rounding of its sums (1e-10 to
-    1e-9 on the embedded tasks' features; docs/screening.md), so the weights are those of the
-    exact optimum to about 1e-8 relative, and DEV agrees with the per-fit L-BFGS this replaced
-    (stopped at a gradient of about 5e-6) to its own tolerance (``tests/ssot/test_validators.py``,
-    ``benchmarks/dev_weights.py``).
+    (``steps``: :data:`DEV_STEPS`, the Newton steps from the zero start and from a warm start).
+    Each step solves :math:`H_k \Delta = -\nabla f_k` by a batched Cholesky factorisation
+    (``torch.linalg.cholesky_ex``: no host read) and two triangular solves, and takes the whole
+    step where it decreases :math:`f_k` by Armijo's rule, else the step length that minimises the
+    quadratic upper bound of the logistic loss along it (:math:`p(1 - p) \le 1/4`), a sure
+    decrease; the logits after the step come from the one pass over the features it takes
+    anyway. The curvature :math:`H_k` is the Hessian of :math:`f_k` with the fold classifiers'
+    weights :math:`p_i(1 - p_i)` pooled over the folds that fit sample :math:`i` (the fits differ
+    only by a fifth of their samples): every fold's matrix is a sum of the same per-fold blocks,
+    one product over the features for all folds instead of one per fold, accumulated in float32
+    and factorised in float64, computed afresh at the first steps of each penalty and then kept.
+    The curvature sets only the speed of convergence; the point the steps converge to is the zero
+    of the float64 gradient, the optimum of :math:`f_k` (strictly convex). With :data:`DEV_STEPS`
+    the weights are those of the optimum to 1e-6 relative or better (1e-10 on the embedded tasks'
+    features; measured against 40 fresh Newton steps per penalty and against scikit-learn's tight
+    solve, docs/screening.md), and DEV agrees with the per-fit L-BFGS this replaced (it stops at a
+    gradient of about 5e-6) to that solver's tolerance: weights within 2e-3 relative, DEV within
+    1e-4 (``tests/ssot/test_validators.py``, ``benchmarks/dev_weights.py``).
     """
     if not l2:
         raise ValueError("domain_weights: l2 holds no penalty")
@@ -326,8 +327,8 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
                 s = ((p * (1 - p) * fit).sum(-2) / pooled_over).float().split(sizes, dim=-1)  # pooled over the fits
                 gram = torch.stack([b.mT @ (b * w[..., None]) for b, w in zip(blocks, s)], -3)  # [..., k, d + 1, d + 1]
                 curvature = ((gram.sum(-3, keepdim=True) - gram) if k > 1 else gram) * (1 / n_fit.float())[:, None, None]
-                factor, _ = torch.linalg.cholesky_ex(curvature.double() + ridge)
-            step = -torch.cholesky_solve(grad[..., None], factor)[..., 0]
+                factor = _cholesky(curvature.double() + ridge)
+            step = -_cholesky_solve(factor, grad)
             z_full = (theta + step) @ X.mT  # the logits after a whole step
             slope = (grad * step).sum(-1)  # < 0: a descent direction
             now = objective(z, theta, penalty)  # Armijo's rule, blind to the float64 rounding of the sums near the optimum
@@ -345,6 +346,22 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
     position = torch.empty_like(order)
     position[order] = torch.arange(ns + nt, device=device)
     return torch.exp(chosen[..., position[:ns]].clamp(-30, 30))
+
+
+def _cholesky(matrices: Tensor) -> Tensor:
+    """Lower Cholesky factors of a batch of symmetric positive definite matrices, without a host
+    read (``cholesky_ex``); on a CPU one matrix at a time (a batched call was 3.7x slower there)."""
+    if matrices.device.type != "cpu":
+        return torch.linalg.cholesky_ex(matrices)[0]
+    flat = matrices.reshape(-1, *matrices.shape[-2:])
+    return torch.stack([torch.linalg.cholesky_ex(m)[0] for m in flat]).view(matrices.shape)
+
+
+def _cholesky_solve(factor: Tensor, rhs: Tensor) -> Tensor:
+    """``x`` with ``L L^T x = rhs`` (``rhs`` ``[..., d]``) by two triangular solves (``cholesky_solve``
+    copies the factor at every call)."""
+    half = torch.linalg.solve_triangular(factor, rhs[..., None], upper=False)
+    return torch.linalg.solve_triangular(factor.mT, half, upper=True)[..., 0]
 
 
 def dev(feats_source: Tensor, losses_source: Tensor, feats_target: Tensor) -> Tensor:

@@ -160,3 +160,26 @@ def test_an_epochs_evaluation_reads_the_host_once(vectors, monkeypatch):
     assert len(reads) == 1 and set(EPOCH_VALIDATORS) <= set(metrics)
     with pytest.raises(HostRead), no_host_reads(tolist=1):  # the guard counts: a second read fails
         run.evaluate(); run.evaluate()
+
+
+def test_the_scores_of_a_whole_stack_are_each_members_own(vectors):
+    """A GPU computes every member's scores at once (``member_scores`` on the whole stack), a CPU
+    member by member: the same values (to rounding), on the same pass."""
+    base = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=0, iters_per_epoch=2, device="cpu", num_threads=1,
+                               source_eval_samples=64, backbone="features", features_path=str(vectors), bottleneck_dims=(16,))
+    task = load_feature_task(vectors, "digits")
+    population = Population([base.replace(lambda_ot=v, lambda_ent=e) for v, e in ((1.0, 1.0), (0.1, 3.0), (3.0, 0.1))], task)
+    population.pretrain(lambda host: None)
+    src, tgt = population.host.epoch_batches(1)
+    for _ in range(3):
+        population.step(*next(src), *next(tgt))
+    stack = population.stacks[0]
+    target = evaluation.collect_stack(stack, task.target_eval, mix=True)
+    source = evaluation.collect_stack(stack, stack.host.source_eval_subset)
+    whole = evaluation.member_scores(task, target, source)
+    for p in range(3):
+        mine = evaluation.member_scores(task, target.rows(p), source.rows(p))
+        assert set(mine) == set(whole)
+        for name, value in mine.items():
+            assert torch.allclose(whole[name][p:p + 1].double(), value.double(), rtol=1e-12, atol=1e-15, equal_nan=True), name
+    assert len(set(whole["dev"].tolist())) == 3 and len(set(whole["snd"].tolist())) == 3
