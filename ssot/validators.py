@@ -28,9 +28,7 @@ References
    Diversity: Batch Nuclear-norm Maximization under Label Insufficient Situations." CVPR 2020.
 .. [5] Morerio, P., Cavazza, J., Murino, V. "Minimal-Entropy Correlation Alignment for
    Unsupervised Deep Domain Adaptation." ICLR 2018 (entropy as a validator).
-.. [6] Hu, D., Luo, M., Liang, J., Foo, C.-S. "Towards Reliable Model Selection for Unsupervised
-   Domain Adaptation: An Empirical Study and A Certified Baseline." NeurIPS 2024 (EnsV).
-.. [7] Salvador, T., Fatras, K., Mitliagkas, I., Oberman, A. "A Reproducible and Realistic
+.. [6] Salvador, T., Fatras, K., Mitliagkas, I., Oberman, A. "A Reproducible and Realistic
    Evaluation of Partial Domain Adaptation Methods." TMLR 2023 (BenchmarkPDA).
 """
 from __future__ import annotations
@@ -38,7 +36,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -368,26 +365,3 @@ def dev(feats_source: Tensor, losses_source: Tensor, feats_target: Tensor) -> Te
     """DEV [2]_ from held-out source features ``[..., ns, d]`` and losses ``[..., ns]`` and target
     features ``[..., nt, d]`` (lower is better), ``[...]``."""
     return dev_risk(domain_weights(feats_source, feats_target), losses_source)
-
-
-def ensv(predictions: Sequence[np.ndarray]) -> np.ndarray:
-    r"""EnsV [6]_: each candidate's agreement with the ensemble of all candidates (higher is better).
-
-    ``predictions`` are the candidates' final target predictions, each ``(N,)`` class indices
-    (hard votes) or ``(N, K)`` probabilities. The ensemble label is the argmax of the summed
-    one-hot votes (ties: lowest class) or of the mean probability;
-
-    .. math:: \mathrm{EnsV}_c = \frac1N \sum_i \mathbb 1[\hat y^{(c)}_i = \hat y^{ens}_i]
-    """
-    arrays = [np.asarray(p) for p in predictions]
-    if not arrays:
-        return np.zeros(0)
-    if arrays[0].ndim == 2:
-        ens = np.mean(arrays, axis=0).argmax(1)
-        labels = [a.argmax(1) for a in arrays]
-    else:
-        labels = [a.astype(np.int64) for a in arrays]
-        k = int(max(a.max() for a in labels)) + 1
-        votes = sum(np.eye(k, dtype=np.int64)[a] for a in labels)
-        ens = votes.argmax(1)
-    return np.array([float((a == ens).mean()) for a in labels])

@@ -315,11 +315,3 @@ def test_mixval_partners_are_a_seeded_cycle_of_the_set():
     torch.manual_seed(0); a = V.mixval_partners(50)
     torch.manual_seed(1); b = V.mixval_partners(50)
     assert torch.equal(a, b)  # the global random state plays no part
-
-
-def test_ensv_hard_and_soft():
-    preds = [np.array([0, 1, 2, 2]), np.array([0, 1, 1, 2]), np.array([1, 1, 2, 0])]
-    # majority: [0, 1, 2, 2]
-    np.testing.assert_allclose(V.ensv(preds), [1.0, 0.75, 0.5])
-    soft = [np.eye(3)[p] for p in preds]
-    np.testing.assert_allclose(V.ensv(soft), [1.0, 0.75, 0.5])
