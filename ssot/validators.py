@@ -303,6 +303,7 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
     n_fit = fit.sum(-1)
     fit_w = fit / n_fit[:, None]  # each fitted sample's weight in its fold's mean
     pooled_over = fit.sum(0)  # the folds that fit each sample
+    log_odds = torch.tensor(odds, dtype=torch.float64).to(device)[fold]  # each sample's fold classifier's domain odds
     penalised = torch.ones(X.shape[-1], dtype=torch.float64, device=device)
     penalised[-1] = 0.0
     blocks = X.float().split(sizes, dim=-2)
@@ -337,7 +338,7 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
             z = torch.lerp(z, z_full, length[..., None])
         held = z.gather(-2, fold.expand(*batch, 1, -1)).squeeze(-2)  # each sample's logit by the classifier that did not fit it
         losses.append(F.binary_cross_entropy_with_logits(held, y.expand_as(held), reduction="none").mean(-1))
-        log_weights.append(held + torch.tensor(odds, dtype=torch.float64, device=device)[fold])
+        log_weights.append(held + log_odds)
     best = torch.stack(losses).argmin(0)  # ties: the stronger penalty
     chosen = torch.stack(log_weights).gather(0, best[None, ..., None].expand(1, *batch, ns + nt))[0]  # by fold order
     position = torch.empty_like(order)
