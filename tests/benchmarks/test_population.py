@@ -16,30 +16,15 @@ DRIFT = REPO / "benchmarks" / "population_drift.py"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here"))]
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A small feature cache of the digits task: 10 classes of 32-d vectors, 5 in the target."""
-    from ssot.data.features import save_feature_cache
-
-    gen = torch.Generator().manual_seed(0)
-    means = torch.rand(10, 32, generator=gen) * 3
-    ys, yt = torch.arange(300) % 10, torch.arange(120) % 5
-    path = tmp_path_factory.mktemp("population-bench") / "small.pt"
-    save_feature_cache(path, "digits", [str(k) for k in range(10)], list(range(5)),
-                       ((means[ys] + torch.randn(300, 32, generator=gen)).relu(), ys),
-                       ((means[yt] + 0.3 + torch.randn(120, 32, generator=gen)).relu(), yt))
-    return path
-
-
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_the_throughput_and_epoch_sections_run_at_small_sizes(cache, device):
+def test_the_throughput_and_epoch_sections_run_at_small_sizes(small_cache, device):
     """Section 1 (P = 1 is the population of one: the trainer's step) with its whole-epoch line, and
     section 2 with every part's share, on ``device``."""
-    proc = _run(str(SCRIPT), "--device", device, "--cache", str(cache), "--task", "digits", "--sections", "1", "2",
+    proc = _run(str(SCRIPT), "--device", device, "--cache", str(small_cache), "--task", "digits", "--sections", "1", "2",
                 "--sizes", "1", "3", "--iters", "2", "--screen-configs", "3", "--epochs", "2", "--iters-per-epoch", "3",
                 "--pretrain-epochs", "1", "--threads", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -51,8 +36,8 @@ def test_the_throughput_and_epoch_sections_run_at_small_sizes(cache, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_the_drift_benchmark_runs_at_small_sizes(cache, device):
-    proc = _run(str(DRIFT), "--cache", str(cache), "--task", "digits", "--configs", "2", "--epochs", "1", "--device", device)
+def test_the_drift_benchmark_runs_at_small_sizes(small_cache, device):
+    proc = _run(str(DRIFT), "--cache", str(small_cache), "--task", "digits", "--configs", "2", "--epochs", "1", "--device", device)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "members within 1e-6 of their run at every epoch" in proc.stdout and "the cause, one batch" in proc.stdout
     if device == "cpu":  # a member is its independent run, bit for bit
