@@ -229,8 +229,10 @@ def domain_weights(feats_source: Tensor, feats_target: Tensor, *, folds: int = D
                    seed: int = 0, steps: tuple[tuple[int, int], tuple[int, int]] = DEV_STEPS) -> Tensor:
     r"""Importance weights :math:`w(x) = \frac{p_t(x)}{p_s(x)}` of the source samples ``[..., ns]``,
     each from a domain classifier that never saw it (cross-fitting) [2]_, for every member of a
-    stack at once (features ``[..., ns, d]`` and ``[..., nt, d]``; a member's weights are a
-    function of its own features only).
+    stack at once (features ``[..., ns, d]`` and ``[..., nt, d]``). A member's weights are a
+    function of its own features only: on a CPU exactly (the members are solved one after
+    another), on a GPU up to the rounding of the batched products (every member takes the same
+    steps whatever the others do; ``tests/ssot/test_validators.py``: within 1e-9).
 
     DEV fits its domain classifier on one split and weighs another (the paper: training-source
     features against the target, applied to the validation features). Here the held-out source and
