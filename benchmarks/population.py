@@ -8,15 +8,23 @@
 1. **Member throughput.** Member-iterations/s of one stack of P random configs of the default
    space (:class:`ssot.population.Stack`: one SSOT iteration of every member on the same 32 + 32
    batch) for each P of ``--sizes``, against iterations/s of the single-trial trainer
-   (:meth:`ssot.trainer.Trainer.step`) on the same batch, the two timed alternately (medians).
-   Goal (GPU): >= 20x at P = 64. A size whose stacked weights and Adam states would not fit
-   ``--max-memory-gb`` is skipped, saying so.
+   (:meth:`ssot.trainer.Trainer.step`) on the same batch, the two timed alternately (medians);
+   P = 1 is the population of one, the trainer's own step. Then the **whole epoch** (the
+   iterations, the evaluation passes, every metric and validator, DEV's domain classifiers
+   included): member-epochs/s of a population of P (one stack, :meth:`ssot.population.Population.adapt_epoch`)
+   against epochs/s of the single-trial trainer (:meth:`ssot.trainer.Trainer.adapt_epoch`), timed
+   alternately (``--epoch-rounds``). Goal (GPU): >= 20x at P = 64, for the step and for the whole
+   epoch. A size whose stacked weights and Adam states would not fit ``--max-memory-gb`` is
+   skipped, saying so.
 2. **Where a population's epoch goes.** One epoch of a population of ``--screen-configs`` members
-   as one stack with one thread, by part: the iterations, the stacked evaluation passes over the
-   target and source sets, each validator (DEV's logistic regressions inside DEV), a checkpoint
-   (``state_dict`` and ``torch.save``), the per-member result entries of a report; then the same
-   epoch's wall time with the population's own workers (one process and one thread per CPU of
-   its slot, :mod:`ssot.shards`), and as one stack with that many torch threads instead.
+   as one stack (with one thread on a CPU), by part: the iterations, the stacked evaluation passes
+   over the target and source sets, the scores of every member (each validator inside, DEV's
+   Newton solve inside DEV), the one host read of the epoch's table, a checkpoint (``state_dict``
+   and ``torch.save``), the per-member result entries of a report (on a GPU each part is timed
+   between two synchronisations); the share of evaluation and validators (goal on 2 CPU cores:
+   <= 25 %); then, on a CPU, the same epoch's wall time with the population's own workers (one
+   process and one thread per CPU of its slot, :mod:`ssot.shards`), and as one stack with that
+   many torch threads instead.
 3. **A screen.** Wall time of ``tune/search.py --features CACHE --population N`` against the
    ``--features`` search of the same N configs one Ray trial each (random search, same seed: the
    same configs, checked), both without early stopping, both through ``run_search`` with the
@@ -105,14 +113,16 @@ def stack_gb(base: Any, task: Any, size: int) -> float:
     return 4 * ((fe + g) * 4 + cost) * size / 1e9
 
 
-def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: float, device: str) -> list[dict[str, Any]]:
+def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: float, device: str, epoch_rounds: int) -> list[dict[str, Any]]:
     """Section 1: per size, one stack's member-iterations/s and the single trial's it/s measured
-    alternately with it (or why the size was skipped)."""
+    alternately with it, then (``epoch_rounds``) member-epochs/s of a whole epoch against the
+    single trial's epochs/s (or why the size was skipped)."""
     import torch
 
     from ssot.population import Population
     from ssot.trainer import Trainer
 
+    base = base.replace(epochs=10_000)  # epochs are timed one after another: no member completes
     trainer = Trainer(base, task)
     src, tgt = trainer.epoch_batches(1)
     (xs, ys), (xt, _) = next(src), next(tgt)
@@ -125,24 +135,33 @@ def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: floa
         population = Population(random_configs(base, size), task, workers=1)  # one stack in this process
         population.pretrain(lambda host: None)  # throughput only: the weights need no pretraining
         single, stacked = alternated(lambda: trainer.step(xs, ys, xt), functools.partial(population.step, xs, ys, xt), rounds, device)
-        rows.append({"size": size, "member_rate": size / stacked, "single_rate": 1 / single})
+        row: dict[str, Any] = {"size": size, "member_rate": size / stacked, "single_rate": 1 / single}
+        if epoch_rounds:
+            single, stacked = alternated(trainer.adapt_epoch, population.adapt_epoch, epoch_rounds, device)
+            row.update(member_epochs=size / stacked, single_epochs=1 / single)
+        rows.append(row)
         del population
         if device == "cuda":
             torch.cuda.empty_cache()
     return rows
 
 
-#: The functions section 2 times inside one epoch, by the name it prints.
+#: The functions section 2 times inside one epoch, by the name it prints (indented: inside the one above).
 PARTS = {"iterations": ("ssot.method", "train_epoch"), "evaluation passes": ("ssot.evaluation", "collect_stack"),
-         "DEV": ("ssot.validators", "dev"), "  its logistic regressions": ("ssot.validators", "_fit_logistic"),
-         "SND": ("ssot.validators", "snd"), "entropy": ("ssot.validators", "entropy"), "IM": ("ssot.validators", "im"),
-         "IM-PDA": ("ssot.validators", "im_pda"), "BNM": ("ssot.validators", "bnm"), "MixVal": ("ssot.validators", "mixval_scores")}
+         "scores of every member": ("ssot.evaluation", "member_scores"),
+         "  DEV": ("ssot.validators", "dev"), "    its Newton solve": ("ssot.validators", "_domain_weights"),
+         "  SND": ("ssot.validators", "snd"), "  entropy": ("ssot.validators", "entropy"), "  IM": ("ssot.validators", "im"),
+         "  IM-PDA": ("ssot.validators", "im_pda"), "  BNM": ("ssot.validators", "bnm"), "  MixVal": ("ssot.validators", "mixval_counts"),
+         "the table's host read": ("ssot.evaluation:Evaluation", "read")}
+#: The parts that make "evaluation and validators" (the goal's share).
+EVALUATION = ("evaluation passes", "scores of every member", "the table's host read")
 
 
-def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
-    """Section 2: one epoch of a population of ``size`` as one stack with one thread, by part (the
-    functions of :data:`PARTS`, a checkpoint, the report entries), then an epoch with the
-    population's own workers (wall time)."""
+def epoch_breakdown(base: Any, task: Any, size: int, device: str) -> dict[str, float]:
+    """Section 2: one epoch of a population of ``size`` as one stack (one thread on a CPU), by part
+    (the functions of :data:`PARTS`, each timed between two synchronisations on a GPU, a
+    checkpoint, the report entries), then on a CPU an epoch with the population's own workers
+    and one with as many torch threads (wall time)."""
     import importlib
     import io
 
@@ -151,32 +170,40 @@ def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
     from ssot.population import Population
     from tune import members as member_results
 
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     spent = dict.fromkeys([*PARTS, "checkpoint", "report entries"], 0.0)
     saved = []
     for name, (module_name, function) in PARTS.items():
+        module_name, _, owner = module_name.partition(":")
         module = importlib.import_module(module_name)
-        original = getattr(module, function)
-        saved.append((module, function, original))
+        target = getattr(module, owner) if owner else module
+        original = getattr(target, function)
+        saved.append((target, function, original))
 
         def timed(*args: Any, _f: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            sync()
             start = time.perf_counter()
             try:
                 return _f(*args, **kwargs)
             finally:
+                sync()
                 spent[_name] += time.perf_counter() - start
 
-        setattr(module, function, timed)
+        setattr(target, function, timed)
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    if device == "cpu":
+        torch.set_num_threads(1)
     try:
         population = Population(random_configs(base, size), task, workers=1)
         population.pretrain()
+        sync()
         start = time.perf_counter()
         touched = population.adapt_epoch()
+        sync()
         spent["epoch"] = time.perf_counter() - start
     finally:
-        for module, function, original in saved:
-            setattr(module, function, original)
+        for target, function, original in saved:
+            setattr(target, function, original)
         torch.set_num_threads(threads)
     start = time.perf_counter()
     torch.save(population.state_dict(), io.BytesIO())
@@ -185,6 +212,9 @@ def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
     entries = {str(m.index): member_results.epoch_entry(m.epochs[-1], m.record, final=False) for m in touched}
     member_results.report(entries, "target_acc", "max")
     spent["report entries"] = time.perf_counter() - start
+    spent["iters"] = population.host.iterations_per_epoch()
+    if device == "cuda":  # one stack on one GPU: no workers, no threads to compare
+        return spent
     workers = Population(random_configs(base, size), task)  # the population's own division: the config's CPUs
     workers.pretrain()
     start = time.perf_counter()
@@ -202,7 +232,6 @@ def epoch_breakdown(base: Any, task: Any, size: int) -> dict[str, float]:
         spent["epoch with threads"] = time.perf_counter() - start
     finally:
         torch.set_num_threads(threads)
-    spent["iters"] = population.host.iterations_per_epoch()
     return spent
 
 
@@ -258,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sections", type=int, nargs="+", default=[1, 2, 3], choices=(1, 2, 3), help="the sections to run (default all)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64, 256], help="population sizes of section 1")
     parser.add_argument("--iters", type=int, default=10, help="timed iterations per size in section 1 (alternated with the single trial's)")
+    parser.add_argument("--epoch-rounds", type=int, default=1,
+                        help="timed whole epochs per size in section 1, alternated with the single trial's, after one warm-up (0: none)")
     parser.add_argument("--max-memory-gb", type=float, default=8.0, help="skip sizes whose stack needs more (section 1)")
     parser.add_argument("--screen-configs", type=int, default=16, help="configs of sections 2 and 3 (default 16)")
     parser.add_argument("--population-size", type=int, help="members per population in section 3 (default: all the configs, one population)")
@@ -294,25 +325,34 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         if 1 in args.sections:
             print("1. member-iterations/s (one SSOT iteration of every member on the same batch, one stack):")
-            for row in throughput(base, task, args.sizes, args.iters, args.max_memory_gb, args.device):
+            for row in throughput(base, task, args.sizes, args.iters, args.max_memory_gb, args.device, args.epoch_rounds):
                 if "note" in row:
                     print(f"   P = {row['size']:4d}: {row['note']}")
-                else:
-                    print(f"   P = {row['size']:4d}: {row['member_rate']:,.1f} member-it/s vs the single-trial trainer's "
-                          f"{row['single_rate']:,.1f} it/s alongside: {row['member_rate'] / row['single_rate']:.1f}x "
-                          f"({row['member_rate'] / row['size']:,.2f} population it/s)", flush=True)
-            print(f"   goal: >= 20x member throughput at P = 64 on a GPU; {load()}")
+                    continue
+                print(f"   P = {row['size']:4d}: {row['member_rate']:,.1f} member-it/s vs the single-trial trainer's "
+                      f"{row['single_rate']:,.1f} it/s alongside: {row['member_rate'] / row['single_rate']:.1f}x "
+                      f"({row['member_rate'] / row['size']:,.2f} population it/s)", flush=True)
+                if "member_epochs" in row:
+                    print(f"            whole epoch (iterations, evaluation, validators): {row['member_epochs']:,.3f} member-epochs/s vs "
+                          f"the single trial's {row['single_epochs']:,.3f} epochs/s alongside: "
+                          f"{row['member_epochs'] / row['single_epochs']:.1f}x", flush=True)
+            print(f"   goal: >= 20x member throughput at P = 64 on a GPU (the step and the whole epoch); {load()}")
         if 2 in args.sections:
             n = args.screen_configs
-            parts = epoch_breakdown(base, task, n)
+            parts = epoch_breakdown(base, task, n, args.device)
             total = parts["epoch"]
-            print(f"2. one epoch of a population of {n} ({parts['iters']} iterations) as one stack, one thread: {total:.2f} s")
+            where = "one thread" if args.device == "cpu" else "one GPU"
+            print(f"2. one epoch of a population of {n} ({parts['iters']} iterations) as one stack, {where}: {total:.2f} s")
             for name in [*PARTS, "checkpoint", "report entries"]:
                 print(f"   {name:28s} {parts[name]:7.2f} s  {100 * parts[name] / total:5.1f} %")
-            print(f"   the same epoch with the population's {parts['workers']:g} worker process(es), one thread each: "
-                  f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); as one stack with "
-                  f"{parts['workers']:g} torch threads instead: {parts['epoch with threads']:.2f} s ({total / parts['epoch with threads']:.2f}x); "
-                  f"{load()}", flush=True)
+            share = sum(parts[name] for name in EVALUATION)
+            print(f"   evaluation and validators ({', '.join(EVALUATION)}): {share:.2f} s, {100 * share / total:.1f} % of the epoch "
+                  f"(goal on 2 CPU cores: <= 25 %); {load()}", flush=True)
+            if "epoch with workers" in parts:
+                print(f"   the same epoch with the population's {parts['workers']:g} worker process(es), one thread each: "
+                      f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); as one stack with "
+                      f"{parts['workers']:g} torch threads instead: {parts['epoch with threads']:.2f} s ({total / parts['epoch with threads']:.2f}x); "
+                      f"{load()}", flush=True)
         if 3 in args.sections:
             n = args.screen_configs
             print(f"3. screen of {n} configs ({args.task}, no early stopping), {args.rounds} round(s), the order alternating:")

@@ -31,8 +31,8 @@ from _shared import load, machine  # noqa: E402
 from population import random_configs  # noqa: E402
 
 
-def drift(configs: list[Any], task: Any, workers: int) -> list[dict[str, Any]]:
-    """Each member's largest differences from its independent run."""
+def drift(configs: list[Any], task: Any, workers: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each member's largest differences from its independent run, and the pretrained state they share."""
     from ssot.population import Population
     from ssot.trainer import Trainer
 
@@ -56,18 +56,19 @@ def drift(configs: list[Any], task: Any, workers: int) -> list[dict[str, Any]]:
         rows.append({"config": cfg, "first": first, **worst, "status": (record["status"], alone["status"]),
                      "acc": (record["epochs"][-1]["target_acc"] if record["epochs"] else None, last.get("target_acc")),
                      "classes": last.get("n_pred_classes"), "loss": last.get("loss_total")})
-    return rows
+    return rows, pretrained
 
 
-def one_step(configs: list[Any], task: Any) -> dict[str, Any]:
-    """The cause: the stacked forward against the members' own layers, and one step's parameters."""
+def one_step(configs: list[Any], task: Any, pretrained: dict[str, Any]) -> dict[str, Any]:
+    """The cause: the stacked forward against the members' own layers, and one step's parameters
+    (from the pretrained state of :func:`drift`: pretraining again would give the same)."""
     import torch
 
     from ssot.population import Population, member_states
     from ssot.trainer import Trainer
 
     population = Population(configs, task, workers=1)
-    population.pretrain()
+    population.pretrain(lambda host: host.load_pretrained(pretrained))
     stack = population.stacks[0]
     src, tgt = population.host.epoch_batches(1)
     (xs, ys), (xt, ids) = next(src), next(tgt)
@@ -79,7 +80,7 @@ def one_step(configs: list[Any], task: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"features_ulp": ulp(feats[0], own[0][0]), "logits_ulp": ulp(logits[0], own[0][1])}
     runs = [Trainer(cfg, task) for cfg in configs]
     for run in runs:
-        run.load_pretrained(population.host.pretrained_state())
+        run.load_pretrained(pretrained)
         run.step(xs, ys, xt, ids)
     population.step(xs, ys, xt, ids)
     states = member_states(stack.state())
@@ -107,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA GPU here; nothing measured")
+        return 0
     from ssot.config import SSOTConfig
     from ssot.data.features import load_feature_task
 
@@ -120,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine(args.device), flush=True)
     print(f"{args.task}: {args.configs} random configs (seed {args.seed}), {base.epochs} epochs of "
           f"{base.iters_per_epoch or 'all'} iterations, population with {args.workers} worker(s) against independent runs")
-    rows = drift(configs, task, args.workers)
+    rows, pretrained = drift(configs, task, args.workers)
     for i, row in enumerate(rows):
         cfg = row["config"]
         print(f"  member {i:2d} (lambda_ot {cfg.lambda_ot:.3g}, lambda_ent {cfg.lambda_ent:.3g}, eps {cfg.eps:.3g}, width "
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     equal = sum(r["target_acc"] <= 1e-6 and r["loss_total"] <= 1e-6 for r in rows)
     print(f"  {equal} of {len(rows)} members within 1e-6 of their run at every epoch; largest target_acc gap "
           f"{max(r['target_acc'] for r in rows):.3g}, largest loss_total gap {max(r['loss_total'] for r in rows):.3g}")
-    cause = one_step(configs, task)
+    cause = one_step(configs, task, pretrained)
     print(f"the cause, one batch from the same start: stacked forward against member 0's own layers: features differ by up "
           f"to {cause['features_ulp']:.1f} ulp, logits by up to {cause['logits_ulp']:.1f} ulp; after one step, the largest "
           f"relative parameter difference per member: {', '.join(f'{g:.1e}' for g in cause['step_relative'])}")

@@ -1,11 +1,21 @@
-"""The per-epoch evaluation pass: accuracies and label-free validators in one batched pass.
+"""The per-epoch evaluation: every member's accuracies and label-free validators at once, read once.
 
-The target set is read once (features, probabilities, labels) plus one extra forward per batch on
-MixVal's mixed inputs ``lam x_i + (1 - lam) x_{partner(i)}``, with the partners a seeded random
-cycle over the whole target set (:func:`ssot.validators.mixval_partners`: the same pairs for every
-batch size and every run); the held-out source subset is read once (features, probabilities,
-per-sample cross-entropy for DEV). No gradients. Every validator of
-:data:`ssot.validators.EPOCH_VALIDATORS` is then a cheap function of these tensors.
+One pass over the target set and one over the evaluation source per epoch, each batch through every
+member at once (:func:`collect_stack`), with one extra forward per batch on MixVal's mixed inputs
+``lam x_i + (1 - lam) x_{partner(i)}``, the partners a seeded random cycle over the whole target
+set (:func:`ssot.validators.mixval_partners`: the same pairs for every batch size and every run).
+No gradients. Then every metric and validator of every member is computed as tensors ``[P, ...]``
+on the model's device (:func:`member_scores`: target accuracy overall and per class, the number of
+predicted classes, the outlier mass of ``p_t``, every validator of
+:data:`ssot.validators.EPOCH_VALIDATORS`, DEV's domain classifiers included, and the kept
+predictions), and the host reads the whole epoch's table once (:meth:`Evaluation.read`): nothing is
+read per member or per metric (``tests/ssot/test_evaluation.py`` refuses every other host read).
+
+A run is a stack of one member (:class:`ssot.trainer.Trainer`), a population a stack of P
+(:class:`ssot.population.Stack`): the same functions. On a CPU the scores are computed member by
+member on ``[1, ...]`` slices, so that a member's values are those of its independent run bit for
+bit whatever P (the rule of :mod:`ssot.stacked`; a CPU gains nothing from wider products here); on
+a GPU for the whole stack at once.
 
 Target labels ``< 0`` mean "unlabeled" (a custom task with a flat target folder): the target
 accuracy is then ``None`` and only the validators are reported.
@@ -19,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
-import torch.nn.functional as F
+from torch import Tensor
 from torch.utils.data import Dataset, Subset
 
 from ssot import validators as V
@@ -45,18 +55,22 @@ MIX_SEED = 0  # MixVal's pairs: the same for every run, so candidates are probed
 
 @dataclass
 class Pass:
-    """What one no-gradient pass over a dataset collected: one member's (``feats`` ``(N, d)``,
-    ``probs`` ``(N, K)``), or every member's (``(P, N, d)``, ``(P, N, K)``, ``mix`` one tuple per
-    member; :meth:`member`)."""
+    """What one no-gradient pass over a dataset collected: every member's features ``[P, N, d]``
+    and probabilities ``[P, N, K]``, the labels ``[N]``, and with MixVal's mixed pairs their
+    counts ``[P, 4]`` (:func:`ssot.validators.mixval_counts`); :meth:`member`, :meth:`rows`."""
 
-    feats: torch.Tensor
-    probs: torch.Tensor
-    labels: torch.Tensor  # (N,), -1 where unlabeled
-    mix: Any = (0.0, 0, 0.0, 0)  # MixVal counts (inter hits, n, intra hits, n)
+    feats: Tensor
+    probs: Tensor
+    labels: Tensor  # (N,), -1 where unlabeled
+    mix: Tensor | None = None
 
     def member(self, p: int) -> Pass:
-        """Member ``p``'s pass of a stacked pass."""
-        return Pass(self.feats[p], self.probs[p], self.labels, self.mix[p] if isinstance(self.mix, list) else self.mix)
+        """Member ``p``'s pass (``feats`` ``[N, d]``, ``probs`` ``[N, K]``, ``mix`` ``[4]``)."""
+        return Pass(self.feats[p], self.probs[p], self.labels, None if self.mix is None else self.mix[p])
+
+    def rows(self, p: int) -> Pass:
+        """Member ``p``'s pass as a stack of one (``[1, ...]``)."""
+        return Pass(self.feats[p:p + 1], self.probs[p:p + 1], self.labels, None if self.mix is None else self.mix[p:p + 1])
 
 
 @torch.no_grad()
@@ -68,7 +82,7 @@ def collect_stack(model: Model, ds: Dataset, *, mix: bool = False, mix_seed: int
     inputs are a second stream of evaluation batches over the same samples in partner order
     (:func:`partner_view`), zipped with the first: every pair is formed across batch boundaries,
     so the score does not depend on ``eval_batch_size``. The pseudo-labels of both members of a
-    pair come from this same pass.
+    pair come from this same pass. Nothing is read on the host.
     """
     feats, probs, labels, mixed = [], [], [], []
     partner, view = partner_view(ds, mix_seed) if mix else (None, None)
@@ -80,10 +94,9 @@ def collect_stack(model: Model, ds: Dataset, *, mix: bool = False, mix_seed: int
                 _, logits_mixed = model.forward_stack(MIX_LAMBDA * x + (1 - MIX_LAMBDA) * rest[0])
                 mixed.append(torch.softmax(logits_mixed, dim=-1))
     out = Pass(torch.cat(feats, dim=1), torch.cat(probs, dim=1), torch.cat(labels).long())
-    out.mix = [(0.0, 0, 0.0, 0)] * out.probs.shape[0]
-    if partner is not None and num_samples(ds) > 1:
-        pseudo = out.probs.argmax(-1)
-        out.mix = [V.mixval_scores(m, q, q[partner.to(q.device)]) for m, q in zip(torch.cat(mixed, dim=1), pseudo)]
+    if partner is not None:
+        counts = out.probs.new_zeros(out.probs.shape[0], 4, dtype=torch.float64)  # one sample: no pair
+        out.mix = V.mixval_counts(torch.cat(mixed, dim=1), out.probs.argmax(-1), partner.to(out.probs.device)) if num_samples(ds) > 1 else counts
     return out
 
 
@@ -163,57 +176,95 @@ def split_source(task: TaskData, fraction: float, seed: int) -> tuple[Dataset, D
     return Subset(task.source, perm[k:]), Subset(task.source_eval, perm[:k])
 
 
-def evaluate(model: Model, source: Dataset) -> tuple[list[dict[str, Any]], torch.Tensor, list[list[int]]]:
+#: The fields of an epoch's evaluation in a run record, in their order (then ``class_weights``).
+FIELDS = ("target_acc", "per_class_acc", "source_acc", "entropy", "snd", "im", "im_pda", "bnm", "dev",
+          "mixval_inter", "mixval_intra", "mixval", "outlier_mass", "n_pred_classes")
+_SCALARS = tuple(f for f in FIELDS if f != "per_class_acc") + ("labeled",)
+
+
+@dataclass
+class Evaluation:
+    """Every member's evaluation of an epoch (:func:`evaluate`), tensors ``[P, ...]`` on the
+    model's device, by name (:func:`member_scores`); :meth:`read` reads them on the host."""
+
+    task: TaskData
+    columns: dict[str, Tensor]
+
+    @property
+    def p_t(self) -> Tensor:
+        """Every member's mean target prediction ``[P, K]`` (the class weights of the next epoch)."""
+        return self.columns["p_t"]
+
+    def read(self, class_weights: Tensor) -> list[tuple[dict[str, Any], list[int]]]:
+        """Every member's record fields (:data:`FIELDS`, then ``class_weights``, ``[P, K]``: the
+        weights set from :attr:`p_t`) and target predictions (small ints, for the post-hoc EnsV
+        selector), from one host read of the whole table."""
+        cols = self.columns
+        parts = [torch.stack([cols[name].double() for name in _SCALARS], -1), cols["per_class_acc"].double(),
+                 class_weights.double(), cols["target_pred"].double()]
+        widths = [p.shape[-1] for p in parts]
+        names, classes = self.task.class_names, self.task.target_classes
+        out = []
+        for row in torch.cat(parts, -1).tolist():  # the one host read of the epoch
+            scalars, per_class, weights, predictions = _split(row, widths)
+            values = dict(zip(_SCALARS, scalars))
+            labeled = bool(values.pop("labeled"))
+            metrics: dict[str, Any] = {name: values.get(name) for name in FIELDS}
+            metrics["target_acc"] = values["target_acc"] if labeled else None
+            metrics["per_class_acc"] = {names[k]: v for k, v in zip(classes, per_class) if labeled and v == v}  # NaN: no sample
+            metrics["n_pred_classes"] = int(values["n_pred_classes"])
+            metrics["class_weights"] = weights
+            out.append((metrics, [int(v) for v in predictions]))
+        return out
+
+
+def _split(row: list[float], widths: list[int]) -> list[list[float]]:
+    out, start = [], 0
+    for width in widths:
+        out.append(row[start:start + width])
+        start += width
+    return out
+
+
+def evaluate(model: Model, source: Dataset) -> Evaluation:
     """Every member's evaluation of an epoch: one pass over the target set (with MixVal's mixed
     pairs) and one over the evaluation source ``source``, each batch through every member at once
-    (:func:`collect_stack`); then per member its target accuracy (overall, per class), every
-    label-free validator (:func:`validator_scores`), the outlier mass of ``p_t`` and the number
-    of predicted classes.
-
-    Returns the members' metrics, their ``p_t`` ``[P, K]`` (mean target prediction: the class
-    weights of the next epoch) and their target predictions (:func:`compact_predictions`)."""
-    task = model.task
-    target = collect_stack(model, task.target_eval, mix=True)
+    (:func:`collect_stack`), then every member's scores at once (:func:`member_scores`; on a CPU
+    member by member, module docstring). Nothing is read on the host: :meth:`Evaluation.read`
+    reads the table once."""
+    target = collect_stack(model, model.task.target_eval, mix=True)
     sources = collect_stack(model, source)
-    p_t = target.probs.mean(1)
-    outliers = torch.tensor(task.outlier_classes, dtype=torch.long, device=p_t.device)
-    metrics, predictions = [], []
-    for p in range(p_t.shape[0]):
-        mine = target.member(p)
-        metrics.append({**target_metrics(task, mine), **validator_scores(mine, sources.member(p)),
-                        "outlier_mass": float(p_t[p, outliers].sum()) if len(outliers) else 0.0,
-                        "n_pred_classes": int(mine.probs.argmax(1).unique().numel())})
-        predictions.append(compact_predictions(mine.probs))
-    return metrics, p_t, predictions
+    if target.probs.device.type != "cpu":
+        return Evaluation(model.task, member_scores(model.task, target, sources))
+    parts = [member_scores(model.task, target.rows(p), sources.rows(p)) for p in range(target.probs.shape[0])]
+    return Evaluation(model.task, {name: torch.cat([part[name] for part in parts]) for name in parts[0]})
 
 
-def validator_scores(target: Pass, source: Pass) -> dict[str, float]:
-    """Every per-epoch validator from a target pass (with MixVal counts) and a source pass."""
-    pt = target.probs
-    src_loss = F.nll_loss(torch.log(source.probs.clamp_min(1e-12)), source.labels, reduction="none")
+def member_scores(task: TaskData, target: Pass, source: Pass) -> dict[str, Tensor]:
+    """Every score of every member of a stack, ``[P, ...]`` on its device: the record's fields
+    (:data:`FIELDS`; ``per_class_acc`` ``[P, C]`` over the task's target classes, NaN for a class
+    without samples), ``p_t`` ``[P, K]``, ``target_pred`` ``[P, N]`` and ``labeled`` (whether every
+    target label is known). Each member's scores are a function of its own slices only."""
+    pt, labels, device = target.probs, target.labels, target.probs.device
+    pred = pt.argmax(-1)
+    p_t = pt.mean(-2)
+    members = pt.shape[0]
+    classes = torch.tensor(task.target_classes, dtype=torch.long, device=device)
+    of_class = labels[:, None] == classes  # [N, C]
+    hits = ((pred[..., None] == classes) & of_class).sum(-2).double()
+    outliers = torch.tensor(task.outlier_classes, dtype=torch.long, device=device)
+    src_loss = -torch.log(source.probs.clamp_min(1e-12)).gather(-1, source.labels.expand(members, -1)[..., None])[..., 0]
     scores = {
-        "source_acc": float((source.probs.argmax(1) == source.labels).float().mean()),
-        "entropy": V.entropy(pt),
-        "snd": V.snd(pt),
-        "im": V.im(pt),
-        "im_pda": V.im_pda(pt),
-        "bnm": V.bnm(pt),
-        "dev": V.dev(source.feats.cpu(), src_loss.cpu(), target.feats.cpu()),
-        **V.mixval(*target.mix),
+        "target_acc": (pred == labels).double().mean(-1),
+        "per_class_acc": hits / of_class.sum(0).double(),
+        "source_acc": (source.probs.argmax(-1) == source.labels).double().mean(-1),
+        "entropy": V.entropy(pt), "snd": V.snd(pt), "im": V.im(pt), "im_pda": V.im_pda(pt),
+        "dev": V.dev(source.feats, src_loss, target.feats),
+        **V.mixval(target.mix if target.mix is not None else pt.new_zeros(members, 4)),
+        "outlier_mass": p_t[:, outliers].sum(-1).double(),
+        "n_pred_classes": pt.new_zeros(pt.shape[0], pt.shape[-1]).scatter_(-1, pred, 1.0).sum(-1),
+        "labeled": ((labels >= 0).all() & (labels.numel() > 0)).double().expand(members),
+        "p_t": p_t, "target_pred": pred,
     }
+    scores["bnm"] = V.bnm(pt)  # last: on a GPU its eigensolver checks its status on the host (one wait, at the end)
     return scores
-
-
-def target_metrics(task: TaskData, target: Pass) -> dict[str, Any]:
-    """Target accuracy (``None`` when unlabeled) and per-class accuracy of one member's pass."""
-    pred, labels = target.probs.argmax(1), target.labels
-    labeled = bool(len(labels)) and bool((labels >= 0).all())
-    names = task.class_names
-    per_class = {names[k]: float((pred[labels == k] == k).float().mean())
-                 for k in task.target_classes if labeled and (labels == k).any()}
-    return {"target_acc": float((pred == labels).float().mean()) if labeled else None, "per_class_acc": per_class}
-
-
-def compact_predictions(probs: torch.Tensor) -> list[int]:
-    """The target argmax predictions as a list of small ints (for the post-hoc EnsV selector)."""
-    return probs.argmax(1).to(torch.int16).cpu().tolist()

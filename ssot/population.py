@@ -20,8 +20,10 @@ the one SSOT iteration and epoch loop of :mod:`ssot.method` (the same a run of o
   one learning rate per member. The OT terms are :mod:`ssot.ot`'s functions on stacks, with one
   ``eps`` per member.
 - **stacked evaluation** (:func:`ssot.evaluation.evaluate`): each evaluation batch goes once
-  through every member; per member its target accuracy, every validator, ``p_t`` and the class
-  weights ``m`` of the next epoch: the record fields of an independent run.
+  through every member; then every member's target accuracy, validators (DEV's domain
+  classifiers: one batched solve), ``p_t`` and the class weights ``m`` of the next epoch are
+  tensors ``[P, ...]``, read on the host once per epoch: the record fields of an independent run
+  (the same functions: a run is a stack of one).
 - **ASHA inside.** At each rung (:func:`ssot.results.trials.asha_rungs`, the rungs of a search's
   ASHA) the running members are ranked by the search's metric and the top ``ceil(n / rf)`` go on
   (ties to the lower member index, a missing value ranks last); the others end as
@@ -226,11 +228,10 @@ class Stack:
         train_s = time.perf_counter() - start
         out: dict[int, dict[str, Any]] = {index: {"diverged": reason} for index, reason in self.ended.items()}
         if self.indices:
-            metrics, p_t, predictions = evaluation.evaluate(self, self.host.source_eval_subset)
-            self._set_class_weights(p_t)
-            for p, index in enumerate(self.indices):
-                out[index] = {"epoch": {"epoch": epoch, **losses[p], **metrics[p], "class_weights": self.m[p].tolist()},
-                              "target_pred": predictions[p]}
+            found = evaluation.evaluate(self, self.host.source_eval_subset)
+            self._set_class_weights(found.p_t)
+            for p, (index, (metrics, pred)) in enumerate(zip(self.indices, found.read(self.m))):  # one host read
+                out[index] = {"epoch": {"epoch": epoch, **losses[p], **metrics}, "target_pred": pred}
         return {**out, "timing": {"train_s": train_s, "eval_s": time.perf_counter() - start - train_s}}  # type: ignore[dict-item]
 
     def keep(self, indices: Sequence[int]) -> None:
@@ -375,7 +376,10 @@ class Population:
 
     def step(self, xs: Tensor, ys: Tensor, xt: Tensor, ids: Tensor | None = None) -> Tensor:
         """One alternating iteration of the members stacked in this process (every member with
-        one worker); the losses ``[P, len(LOSSES)]``."""
+        one worker; a population of one: its run's, the host trainer's :func:`ssot.method.step`);
+        the losses ``[P, len(LOSSES)]``."""
+        if self.single:
+            return method.step(self.host, xs, ys, xt, ids)
         return self.stacks[0].step(xs, ys, xt, ids)
 
     # ------------------------------------------------------------------ the members' ends

@@ -207,10 +207,11 @@ class Trainer:
 
         Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate).
         """
-        (metrics,), p_t, (pred,) = evaluation.evaluate(self, self.source_eval_subset)
-        self._set_class_weights(p_t[0])
+        found = evaluation.evaluate(self, self.source_eval_subset)
+        self._set_class_weights(found.p_t[0])
+        ((metrics, pred),) = found.read(self.m[None])  # the one host read of the evaluation
         self.record["target_pred"] = pred
-        return {**metrics, "class_weights": self.m.tolist()}
+        return metrics
 
     # ------------------------------------------------------------------ pretraining
     def pretrain(self) -> dict[str, Any]:

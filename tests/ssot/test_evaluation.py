@@ -7,10 +7,13 @@ import math
 import pytest
 import torch
 
-from ssot import Trainer
+from ssot import SSOTConfig, Trainer, evaluation
+from ssot.data.features import load_feature_task, save_feature_cache
 from ssot.evaluation import split_source
+from ssot.population import Population
 from ssot.train import main
 from ssot.validators import EPOCH_VALIDATORS
+from tests.fixtures.host_reads import HostRead, no_host_reads
 
 
 def test_every_epoch_carries_every_validator(tmp_path):
@@ -34,8 +37,8 @@ def test_validators_match_the_validator_functions_on_the_same_pass(quick_config,
     trainer = Trainer(quick_config(epochs=2), digits_task)
     metrics = trainer.evaluate()
     target = evaluation.collect(trainer, digits_task.target_eval)
-    assert metrics["snd"] == pytest.approx(V.snd(target.probs))
-    assert metrics["im"] == pytest.approx(V.im(target.probs))
+    assert metrics["snd"] == pytest.approx(float(V.snd(target.probs)))
+    assert metrics["im"] == pytest.approx(float(V.im(target.probs)))
     assert metrics["target_acc"] == pytest.approx(float((target.probs.argmax(1) == target.labels).float().mean()))
     assert trainer.record["target_pred"] == target.probs.argmax(1).tolist()
 
@@ -63,8 +66,8 @@ def test_mixval_does_not_depend_on_the_evaluation_batch_size(quick_config, digit
     for size in (7, 1000):
         trainer.batches.eval_batch_size = size
         counts.append(evaluation.collect(trainer, digits_task.target_eval, mix=True).mix)
-    assert counts[0] == counts[1]
-    ci, ni, ca, na = counts[0]
+    assert torch.equal(counts[0], counts[1])
+    ci, ni, ca, na = counts[0].tolist()
     assert ni + na == len(digits_task.target_eval)  # one pair per target sample
     # the counts are MixVal's on the pairs of mixval_partners, recomputed here sample by sample
     n = len(digits_task.target_eval)
@@ -74,9 +77,10 @@ def test_mixval_does_not_depend_on_the_evaluation_batch_size(quick_config, digit
         trainer.f.eval(); trainer.eta.eval()
         pseudo = trainer.forward(x)[1].argmax(1)
         mixed = trainer.forward(evaluation.MIX_LAMBDA * x + (1 - evaluation.MIX_LAMBDA) * x[partner])[1]
-    assert V.mixval_scores(torch.softmax(mixed, 1), pseudo, pseudo[partner]) == counts[0]
+    hit, inter = torch.softmax(mixed, 1).argmax(1) == pseudo, pseudo != pseudo[partner]
+    assert [int((hit & inter).sum()), int(inter.sum()), int((hit & ~inter).sum()), int((~inter).sum())] == counts[0].tolist()
     other = evaluation.collect(trainer, digits_task.target_eval, mix=True, mix_seed=1).mix
-    assert other[1] + other[3] == n and other != counts[0]  # other pairs, other counts
+    assert other[1] + other[3] == n and not torch.equal(other, counts[0])  # other pairs, other counts
 
 
 def test_partner_view_is_one_object_per_dataset_and_indexes_through_a_subset():
@@ -97,3 +101,85 @@ def test_partner_view_is_one_object_per_dataset_and_indexes_through_a_subset():
     assert evaluation.partner_view(ds, 4)[1] is view and evaluation.partner_view(ds, 5)[1] is not view
     again = pickle.loads(pickle.dumps(view))  # to loader workers: a plain Subset of the same samples
     assert type(again) is Subset and again.indices == view.indices
+
+
+@pytest.fixture(scope="module")
+def vectors(tmp_path_factory):
+    """A tiny feature cache: 10 classes of 24-d vectors, 5 of them in the target."""
+    gen = torch.Generator().manual_seed(0)
+    means = torch.randn(10, 24, generator=gen) * 2
+    ys, yt = torch.arange(200) % 10, torch.arange(100) % 5
+    path = tmp_path_factory.mktemp("evaluation") / "vectors.pt"
+    save_feature_cache(path, "digits", [str(k) for k in range(10)], list(range(5)),
+                       (means[ys] + torch.randn(200, 24, generator=gen), ys), (means[yt] + 0.5 + torch.randn(100, 24, generator=gen), yt))
+    return path
+
+
+def _replayed(model, monkeypatch):
+    """``model.eval_batches`` replaying the batches its first call of each dataset loaded: the
+    DataLoader draws its base seed with ``.item()`` on a host tensor of its own (no device data),
+    which the guard cannot tell from a read of the model's tensors."""
+    loaded: dict[int, list] = {}
+    load = model.eval_batches
+
+    def replay(ds):
+        if id(ds) not in loaded:
+            loaded[id(ds)] = list(load(ds))
+        return iter(loaded[id(ds)])
+
+    monkeypatch.setattr(model, "eval_batches", replay)
+
+
+def test_an_epochs_evaluation_reads_the_host_once(vectors, monkeypatch):
+    """Every metric and validator of every member (DEV's domain classifiers included) is computed
+    with every host read refused but one: the epoch's whole table, for a stack of 3 members and for
+    a run (a stack of one). The guard is the one of the step's test (tests/ssot/test_method.py)."""
+    base = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=0, iters_per_epoch=2, device="cpu", num_threads=1,
+                               source_eval_samples=64, backbone="features", features_path=str(vectors), bottleneck_dims=(16,))
+    task = load_feature_task(vectors, "digits")
+    population = Population([base.replace(lambda_ot=v, potential_width=w) for v, w in ((1.0, 64), (0.1, 128), (3.0, 64))], task)
+    population.pretrain(lambda host: None)
+    src, tgt = population.host.epoch_batches(1)
+    for _ in range(2):  # the members part ways
+        population.step(*next(src), *next(tgt))
+    stack = population.stacks[0]
+    _replayed(stack, monkeypatch)
+    evaluation.evaluate(stack, stack.host.source_eval_subset)  # loads the batches; MixVal's partner list is made once per dataset
+    with no_host_reads(tolist=1) as reads:
+        found = evaluation.evaluate(stack, stack.host.source_eval_subset)
+        stack._set_class_weights(found.p_t)
+        rows = found.read(stack.m)
+    assert reads == [(3, len(evaluation.FIELDS) + 5 + 10 + 100)]  # 13 scalars and `labeled`, 5 classes, 10 weights, 100 predictions
+    assert [set(metrics) for metrics, _ in rows] == [{*evaluation.FIELDS, "class_weights"}] * 3
+    assert len({metrics["dev"] for metrics, _ in rows}) == 3 and all(len(pred) == 100 for _, pred in rows)
+    run = Trainer(base, task)
+    _replayed(run, monkeypatch)
+    run.evaluate()
+    with no_host_reads(tolist=1) as reads:
+        metrics = run.evaluate()
+    assert len(reads) == 1 and set(EPOCH_VALIDATORS) <= set(metrics)
+    with pytest.raises(HostRead), no_host_reads(tolist=1):  # the guard counts: a second read fails
+        run.evaluate(); run.evaluate()
+
+
+def test_the_scores_of_a_whole_stack_are_each_members_own(vectors):
+    """A GPU computes every member's scores at once (``member_scores`` on the whole stack), a CPU
+    member by member: the same values (to rounding), on the same pass."""
+    base = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=0, iters_per_epoch=2, device="cpu", num_threads=1,
+                               source_eval_samples=64, backbone="features", features_path=str(vectors), bottleneck_dims=(16,))
+    task = load_feature_task(vectors, "digits")
+    population = Population([base.replace(lambda_ot=v, lambda_ent=e) for v, e in ((1.0, 1.0), (0.1, 3.0), (3.0, 0.1))], task)
+    population.pretrain(lambda host: None)
+    src, tgt = population.host.epoch_batches(1)
+    for _ in range(3):
+        population.step(*next(src), *next(tgt))
+    stack = population.stacks[0]
+    target = evaluation.collect_stack(stack, task.target_eval, mix=True)
+    source = evaluation.collect_stack(stack, stack.host.source_eval_subset)
+    whole = evaluation.member_scores(task, target, source)
+    for p in range(3):
+        mine = evaluation.member_scores(task, target.rows(p), source.rows(p))
+        assert set(mine) == set(whole)
+        for name, value in mine.items():
+            assert torch.allclose(whole[name][p:p + 1].double(), value.double(), rtol=1e-12, atol=1e-15, equal_nan=True), name
+    assert len(set(whole["dev"].tolist())) == 3 and len(set(whole["snd"].tolist())) == 3

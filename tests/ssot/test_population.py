@@ -229,3 +229,20 @@ def test_two_workers_train_each_member_as_its_independent_run_and_resume_with_on
     for mine, theirs in zip(resumed.fit(), records):
         assert mine["status"] == theirs["status"]
         assert_same_epochs(mine["epochs"], theirs["epochs"])
+
+
+def test_a_population_of_one_steps_as_its_run(digits_cache, task):
+    """``Population.step`` of a population of one is its trainer's step (it had no stack: IndexError),
+    the losses ``[1, len(LOSSES)]`` of an independent run's step on the same batch."""
+    from ssot.method import LOSSES
+
+    (cfg,) = configs(digits_cache, members=MEMBERS[:1])
+    population = Population([cfg], task)
+    population.pretrain(lambda host: None)
+    run = Trainer(cfg, task)
+    src, tgt = run.epoch_batches(1)
+    for _ in range(2):
+        (xs, ys), (xt, ids) = next(src), next(tgt)
+        mine = population.step(xs, ys, xt, ids)
+        assert mine.shape == (1, len(LOSSES))
+        assert torch.equal(mine[0], torch.stack(list(run.step(xs, ys, xt, ids).values())))

@@ -1,0 +1,169 @@
+"""DEV's batched Newton solve against the per-fit L-BFGS it replaced and against skada's DEV, on a population's features (by hand, not pytest).
+
+    python -m ssot.features --task P2H --out caches/P2H-s0.pt
+    python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H                 # 8 random configs, 3 epochs
+    python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H --device cuda   # the batched solve on a GPU
+
+Trains ``--configs`` random configs of the default space as one population for ``--epochs`` epochs
+and keeps, for every member and epoch, what DEV reads: the held-out source features and losses
+and the target features. On each of these problems it prints how far DEV's batched solve
+(:func:`ssot.validators.domain_weights`, :data:`ssot.validators.DEV_STEPS`) lies from
+
+- the optimum: the same solver with 40 Newton steps per penalty, every step with a fresh
+  curvature (the schedule's error);
+- the per-fit L-BFGS it replaced (``tests/fixtures/dev_lbfgs.py``, the code of 2026-11-28: one
+  fit per fold and penalty, member by member, on the CPU): the weights and DEV;
+- skada's ``DeepEmbeddedValidation`` (its own protocol: one 67/33 split of the source, a
+  scikit-learn ``LogisticRegression()`` on the raw features, no cross-fitting) on the same
+  features and losses, through its scorer: another estimate of the same risk, so a difference of
+  values, and whether the two order the (member, epoch) problems alike (Spearman);
+
+and the time of every member's DEV at once (one call, as the evaluation makes it) against the
+L-BFGS reference member by member, timed alternately. The load average is printed beside it.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+
+from _shared import alternated, device_name, load  # noqa: E402
+from population import random_configs  # noqa: E402
+
+
+def problems(configs: list[Any], task: Any) -> list[tuple[Any, Any, Any]]:
+    """Every member's DEV inputs at every epoch of their population: (source features, source
+    losses, target features), one member each, on the population's device."""
+    from ssot import validators as V
+    from ssot.population import Population
+
+    kept: list[tuple[Any, Any, Any]] = []
+    original = V.dev
+
+    def spy(feats_source: Any, losses: Any, feats_target: Any) -> Any:
+        for p in range(feats_source.shape[0]):
+            kept.append((feats_source[p].detach().clone(), losses[p].detach().clone(), feats_target[p].detach().clone()))
+        return original(feats_source, losses, feats_target)
+
+    V.dev = spy  # type: ignore[assignment]
+    try:
+        population = Population(configs, task, workers=1)
+        population.pretrain()
+        kept.clear()  # the host's source-only evaluation is no member's
+        population.fit()
+    finally:
+        V.dev = original
+    return kept
+
+
+def skada_dev(feats_source: Any, losses: Any, feats_target: Any) -> float:
+    """skada's DEV of one problem through its scorer: an estimator whose predicted probabilities
+    give each source sample its loss (two classes, every source label 0, ``p_0 = exp(-loss)``)."""
+    import numpy as np
+    from skada import make_da_pipeline
+    from skada.metrics import DeepEmbeddedValidation
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    xs, xt, loss = feats_source.double().cpu().numpy(), feats_target.double().cpu().numpy(), losses.double().cpu().numpy()
+    by_row = {row.tobytes(): value for row, value in zip(xs, loss)}
+
+    class Lookup(ClassifierMixin, BaseEstimator):
+        def fit(self, X: Any, y: Any = None, **_: Any) -> Lookup:
+            self.classes_ = np.array([0, 1])
+            return self
+
+        def predict_proba(self, X: Any, **_: Any) -> Any:
+            p0 = np.exp(-np.array([by_row.get(row.tobytes(), 0.0) for row in X]))
+            return np.stack([p0, 1 - p0], 1)
+
+    def column_loss(labels: Any, probs: Any) -> Any:  # skada 0.6's own loss returns (n,), which its (n, 1) weights broadcast into (n, n)
+        return -np.log(np.clip(probs[np.arange(len(labels)), labels], 1e-15, 1 - 1e-15))[:, None]
+
+    X = np.concatenate([xs, xt])
+    y = np.concatenate([np.zeros(len(xs), dtype=int), -np.ones(len(xt), dtype=int)])
+    domain = np.concatenate([np.ones(len(xs), dtype=int), -2 * np.ones(len(xt), dtype=int)])
+    estimator = make_da_pipeline(Lookup()).fit(X, y, sample_domain=domain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's convergence warnings on raw features
+        return -float(DeepEmbeddedValidation(random_state=0, loss_func=column_loss)(estimator, X, y, sample_domain=domain))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ssot import cli
+
+    parser = cli.Parser(prog="python benchmarks/dev_solvers.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", type=Path, required=True, help="a feature cache (python -m ssot.features)")
+    parser.add_argument("--task", required=True, help="the cache's task")
+    parser.add_argument("--configs", type=int, default=8, help="random configs (default 8)")
+    parser.add_argument("--epochs", type=int, default=3, help="adaptation epochs (default 3)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the population trains and DEV is solved")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, alternated (default 3)")
+    args = parser.parse_args(argv)
+    import numpy as np
+    import torch
+    from scipy import stats
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: no CUDA GPU here; nothing measured")
+        return 0
+    from ssot import validators as V
+    from ssot.config import SSOTConfig
+    from ssot.data.features import load_feature_task
+    from tests.fixtures import dev_lbfgs
+
+    torch.set_num_threads(1)
+    base = SSOTConfig.for_task(args.task, backbone="features", features_path=str(args.cache), device=args.device, num_threads=1,
+                               epochs=args.epochs)
+    task = load_feature_task(args.cache, args.task)
+    print(f"device: {device_name(args.device)}; torch {torch.__version__}; {load()}", flush=True)
+    kept = problems(random_configs(base, args.configs), task)
+    fs, ft = kept[0][0], kept[0][2]
+    print(f"{args.task}: {args.configs} random configs x {args.epochs} epochs = {len(kept)} DEV problems of {fs.shape[0]} source and "
+          f"{ft.shape[0]} target features of {fs.shape[1]} dims; DEV_STEPS {V.DEV_STEPS}", flush=True)
+    rows: dict[str, list[float]] = {k: [] for k in ("optimum", "lbfgs_w", "lbfgs_dev", "skada_dev", "ours", "lbfgs", "skada")}
+    for feats_source, losses, feats_target in kept:
+        ours = V.domain_weights(feats_source, feats_target)
+        tight = V.domain_weights(feats_source, feats_target, steps=((40, 40), (40, 40)))
+        theirs = dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()).to(ours.device)
+        dev_ours, dev_theirs = float(V.dev_risk(ours, losses)), float(V.dev_risk(theirs, losses))
+        dev_skada = skada_dev(feats_source, losses, feats_target)
+        rows["optimum"].append(float(((ours - tight).abs() / tight).max()))
+        rows["lbfgs_w"].append(float(((ours - theirs).abs() / theirs).max()))
+        rows["lbfgs_dev"].append(abs(dev_ours - dev_theirs) / abs(dev_theirs))
+        rows["skada_dev"].append(abs(dev_ours - dev_skada) / abs(dev_skada))
+        rows["ours"].append(dev_ours); rows["lbfgs"].append(dev_theirs); rows["skada"].append(dev_skada)
+    worst = {k: max(v) for k, v in rows.items()}
+    median = {k: float(np.median(v)) for k, v in rows.items()}
+    print(f"  the schedule's error (largest relative weight gap to 40 fresh Newton steps per penalty): max {worst['optimum']:.1e}, "
+          f"median {median['optimum']:.1e}")
+    print(f"  against the per-fit L-BFGS: weights max {worst['lbfgs_w']:.1e} (median {median['lbfgs_w']:.1e}) relative; "
+          f"DEV max {worst['lbfgs_dev']:.1e} (median {median['lbfgs_dev']:.1e}); Spearman over the problems "
+          f"{stats.spearmanr(rows['ours'], rows['lbfgs'])[0]:.4f}")
+    print(f"  against skada's DEV (its own protocol): DEV max {worst['skada_dev']:.2f} (median {median['skada_dev']:.2f}) relative; "
+          f"Spearman over the problems {stats.spearmanr(rows['ours'], rows['skada'])[0]:.3f}", flush=True)
+    members = args.configs
+    last = kept[-members:] if len(kept) >= members else kept
+    stack = [torch.stack([k[i] for k in last]) for i in range(3)]
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+
+    def batched() -> None:
+        V.dev(*stack)
+        sync()
+
+    def reference() -> None:
+        for feats_source, losses, feats_target in last:
+            float(V.dev_risk(dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()), losses.cpu()))
+
+    reference_s, batched_s = alternated(reference, batched, args.rounds, args.device)
+    print(f"  time of {len(last)} members' DEV: batched {batched_s:.3f} s ({1e3 * batched_s / len(last):.1f} ms a member), the per-fit "
+          f"L-BFGS member by member {reference_s:.3f} s ({1e3 * reference_s / len(last):.1f} ms a member): "
+          f"{reference_s / batched_s:.2f}x; {load()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""benchmarks/dev_solvers.py: it runs as a command at small sizes and prints every comparison (on a GPU too, when one is here)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests.fixtures import REPO
+
+SCRIPT = REPO / "benchmarks" / "dev_solvers.py"
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here"))])
+def test_the_solvers_are_compared_on_a_small_population(small_cache, device):
+    pytest.importorskip("skada")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--cache", str(small_cache), "--task", "digits", "--configs", "2",
+                           "--epochs", "1", "--rounds", "1", "--device", device], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "2 random configs x 1 epochs = 2 DEV problems" in out
+    for line in ("the schedule's error", "against the per-fit L-BFGS", "against skada's DEV", "time of 2 members' DEV"):
+        assert line in out, line
