@@ -39,6 +39,7 @@ __all__ = [
     "run_all",
     "train_on_ray",
     "check_data",
+    "prepare_data",
     "ray_result",
     "main",
 ]
@@ -79,10 +80,11 @@ def collect_configs(paths: Sequence[str | Path]) -> list[tuple[Path, SSOTConfig]
 
 
 def apply_overrides(config: SSOTConfig, *, epochs: int | None = None, device: str | None = None,
-                    features: dict[str, Path] | None = None) -> SSOTConfig:
-    """``config`` with the quick-check overrides that are not ``None`` applied (validated);
-    ``features`` (task -> cache, see :func:`feature_caches`) runs it on its task's cache."""
-    changes: dict[str, Any] = {"epochs": epochs, "device": device}
+                    features: dict[str, Path] | None = None, image_cache: str | None = None) -> SSOTConfig:
+    """``config`` with the overrides that are not ``None`` applied (validated): the quick-check
+    ``epochs`` and ``device``, the ``image_cache`` (``auto``, ``off`` or a path); ``features``
+    (task -> cache, see :func:`feature_caches`) runs it on its task's cache."""
+    changes: dict[str, Any] = {"epochs": epochs, "device": device, "image_cache": image_cache}
     if features is not None:
         if config.task not in features:
             raise ResultsError(f"No feature cache for task {config.task!r} among --features {' '.join(map(str, features.values()))}; "
@@ -246,11 +248,10 @@ def check_data(configs: Iterable[SSOTConfig]) -> None:
     """Find, then build the data of each distinct task of ``configs`` once
     (:data:`ssot.config.TASK_FIELDS`): an unknown task, a missing data root or dataset is refused
     in one line before Ray starts, and before torch loads (:func:`ssot.data.check_task`)."""
-    from ssot.data import build_task, check_task
+    from ssot.data import build_task
 
     configs = list(configs)
-    for config in configs:
-        check_task(config)
+    prepare_data(configs)  # each image task's decoded images too, before any run starts
     from tune.trial import task_key
 
     seen = set()
@@ -259,6 +260,18 @@ def check_data(configs: Iterable[SSOTConfig]) -> None:
         if key not in seen:
             seen.add(key)
             build_task(config)
+
+
+def prepare_data(configs: Iterable[SSOTConfig]) -> None:
+    """Before any run of ``configs`` trains: their data found (:func:`ssot.data.check_task`: a
+    missing dataset, too little disk for a decoded-image cache) and their image tasks' decoded
+    images prepared (:func:`ssot.data.image_cache.prepare_for`), each said in one line."""
+    from ssot.data import check_task, image_cache
+
+    configs = list(configs)
+    for config in configs:
+        check_task(config)
+    image_cache.prepare_for(configs, progress=True)
 
 
 def ray_result(ray: Any, ref: Any) -> Any:
@@ -280,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="results folder: runs/, results.csv, results.md")
     cli.add_config_flag(parser, "epochs", "overrides the configs' (quick checks)", default_text="the configs'")
     cli.add_config_flag(parser, "device", "overrides the configs'", default_text="the configs'")
+    cli.add_config_flag(parser, "image_cache", "overrides the configs' (prepared before any run starts)",
+                        default_text="the configs'")
     cli.add_config_flag(parser, "features_path", "here: one per task, run on instead of images", nargs="+",
                         default_text="")
     return parser
@@ -292,8 +307,10 @@ def final(args: argparse.Namespace) -> int:
     cli.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)],
                      inputs=[*(f for f, _ in collected), *(Path(p) for p in args.features_path or [])])
     caches = feature_caches(args.features_path) if args.features_path else None
-    with cli.flag_errors(("epochs", "device")):
-        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collected]
+    with cli.flag_errors(("epochs", "device", "image_cache")):
+        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches, image_cache=args.image_cache)
+                   for _, c in collected]
+    prepare_data(c for c in configs if any(not run_path(args.out, c.task, s).exists() for s in args.seeds))
     records = run_all(configs, args.seeds, args.out)
     table = results_table(records)
     csv_path, md_path = write_results(table, args.out)

@@ -32,7 +32,7 @@ from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_RED
 from tune.trackers import TRACKERS
 
 #: The config fields that have a flag of their own here (the others: ``--set``).
-CONFIG_FLAGS = ("task", "eps", "potential_width", "epochs", "seed", "data_root", "features_path")
+CONFIG_FLAGS = ("task", "eps", "potential_width", "epochs", "seed", "data_root", "features_path", "image_cache")
 #: The flags of the sampled space: flag -> the field it samples.
 RANGES = {"--lambda-ot-range": "lambda_ot", "--lambda-ent-range": "lambda_ent", "--eps-range": "eps"}
 
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli.add_config_flag(t, "seed", "and of the search's sampler")
     cli.add_config_flag(t, "data_root")
     cli.add_config_flag(t, "features_path", "here: screen on it instead of images")
+    cli.add_config_flag(t, "image_cache", "here: prepared by the search before its trials start")
     t.add_argument("--population", type=int, metavar="P",
                    help="configs per Ray trial, trained at once as one population (P > 1 needs --features: stacked weights, "
                         "ASHA's rungs inside the population; TPE proposes each trial's configs from every result so far) "
@@ -168,7 +169,7 @@ def _space(args: argparse.Namespace) -> spaces.Space:
 def options_for(args: argparse.Namespace, task: str, name: str | None) -> SearchOptions:
     """The options of the search of ``task`` that the flags ask for."""
     base = _parse_set(args.set)
-    for field in ("epochs", "data_root", "features_path"):
+    for field in ("epochs", "data_root", "features_path", "image_cache"):
         if getattr(args, field) is not None:
             base[field] = getattr(args, field)
     if args.features_path:
