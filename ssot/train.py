@@ -62,7 +62,7 @@ def train(args: argparse.Namespace) -> int:
             raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
     config = cli.config_from_args(args)
     check_task(config)  # a missing dataset, too little disk for the decoded-image cache: one line, before torch loads
-    image_cache.prepare_for([config], progress=not args.quiet)  # an image task's cache, prepared on first use
+    image_cache.prepare_for([config], progress=not args.quiet, log=None if args.quiet else print)  # prepared on first use
     from ssot.trainer import Trainer
 
     seeds = args.seeds if args.seeds else [config.seed]
