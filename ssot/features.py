@@ -45,6 +45,7 @@ from ssot.config import SSOTConfig
 from ssot.data.base import num_samples, usable_workers
 from ssot.data.encoder_stages import ENCODERS
 from ssot.errors import ConfigError, SSOTError
+from ssot.results import outputs
 
 if TYPE_CHECKING:  # torch loads once the arguments and the task's data are checked (build_feature_cache)
     import torch
@@ -193,8 +194,8 @@ def features(args: argparse.Namespace) -> int:
     from ssot.data import image_cache
 
     cache = args.image_cache if args.image_cache not in IMAGE_CACHE_MODES else None
-    cli.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, cache,
-                                                                          args.features_path) if p])
+    outputs.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, cache,
+                                                                              args.features_path) if p])
     config = cli.config_from_args(args)
     image_cache.prepare_for([config], progress=not args.quiet, log=None if args.quiet else print)  # prepared on first use
     meta = build_feature_cache(config, args.out, views=args.views, encoder=args.encoder, progress=not args.quiet)

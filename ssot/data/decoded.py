@@ -196,7 +196,7 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     SSOTError : ``out`` exists or cannot be written.
     """
     from ssot.data.layouts import benchmark_task
-    from ssot.results.storage import check_output
+    from ssot.results.outputs import check_output
 
     spec_task = benchmark_task(task)
     if not isinstance(resize_size, int) or resize_size < 1:

@@ -141,7 +141,7 @@ def check(config: SSOTConfig) -> None:
 
 def _refuse(state: CacheState) -> None:
     """Refuse a cache to prepare that does not fit, or whose folder cannot be written."""
-    from ssot.results.storage import check_output
+    from ssot.results.outputs import check_output
 
     if state.state != READY:
         check_space(state)
