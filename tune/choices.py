@@ -91,11 +91,11 @@ def choose(options: SearchOptions, base: SSOTConfig, *, cpus_per_trial: float, a
     a trial's footprint on the GPU, else compute it) and records the precision and channels_last.
     ``address`` or ``ray_running``: the search joins a Ray whose GPUs it does not know."""
     chosen = Chosen(options, base)
-    chosen.choices.append(_cache(base, options.verbose, log))
-    chosen.choices.append(_packing(chosen, cpus_per_trial, address, ray_running, num_cpus, probe))
-    on_gpu = _on_gpu(chosen.options, bool(address) or ray_running)
-    chosen.choices.append(_precision(chosen, on_gpu))
-    chosen.choices.append(_channels_last(chosen.base, on_gpu))
+    cache = _cache(base, options.verbose, log)
+    on_gpu = _on_gpu(options, bool(address) or ray_running)
+    precision = _precision(chosen, on_gpu)  # before packing: a trial's footprint depends on it
+    packed = _packing(chosen, cpus_per_trial, address, ray_running, num_cpus, probe)
+    chosen.choices = [cache, packed, precision, _channels_last(chosen.base, on_gpu)]
     return chosen
 
 
@@ -162,11 +162,18 @@ def _on_gpu(options: SearchOptions, joined: bool) -> bool | None:
 
 
 def _precision(chosen: Chosen, on_gpu: bool | None) -> Choice:
-    base, given = chosen.base, "precision" in chosen.options.base
-    if given:
+    base = chosen.base
+    if "precision" in chosen.options.base:
         return Choice("precision", base.precision, f"{base.precision} (--set precision={base.precision})")
-    default, reason = PRECISION_RULE
-    return Choice("precision", base.precision, f"{base.precision}, the default: {reason}; --set precision=bf16 changes it")
+    default, measured = PRECISION_RULE
+    if default == "fp32" or not image_trials(chosen.options, base):
+        return Choice("precision", base.precision, f"{base.precision}, the default: {measured}; --set precision=bf16 changes it")
+    if not on_gpu:
+        where = "the trials run on CPUs" if on_gpu is False else "a cluster's GPUs are not known before joining it"
+        return Choice("precision", base.precision, f"{base.precision}: bf16 is the default of image trials on GPUs, and {where}; "
+                      "--set precision=bf16 changes it")
+    chosen.base = base.replace(precision="bf16")
+    return Choice("precision", "bf16", f"bf16 on the GPU: {measured}; --set precision=fp32 turns it off")
 
 
 def _channels_last(base: SSOTConfig, on_gpu: bool | None) -> Choice:

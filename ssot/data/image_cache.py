@@ -141,11 +141,17 @@ def check(config: SSOTConfig) -> None:
 
 def _refuse(state: CacheState) -> None:
     """Refuse a cache to prepare that does not fit, or whose folder cannot be written."""
+    from ssot.errors import SSOTError
     from ssot.results.outputs import check_output
 
-    if state.state != READY:
-        check_space(state)
-        check_output(state.path, "the decoded-image cache (SSOT_CACHE_DIR or <data root>/decoded)", folder=False, exists_ok=True)
+    if state.state == READY:
+        return
+    check_space(state)
+    try:
+        check_output(state.path, "decoded-image cache location", folder=False, exists_ok=True)
+    except SSOTError as exc:
+        raise DataError(f"{exc} Set SSOT_CACHE_DIR to choose it, or pass --image-cache off to decode the image files "
+                        "instead.") from None
 
 
 @dataclass(frozen=True)

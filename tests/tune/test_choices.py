@@ -236,3 +236,31 @@ def test_a_trial_builds_its_task_from_the_prepared_cache_without_preparing_it_ag
     write_image(data / "office31" / "webcam" / "images" / "mug" / "9.jpg", 99)  # a new image: the next one rebuilds
     assert image_cache.ensure(config).how == "rebuilt"
     assert Path(prepared.path).stat().st_mtime_ns != stamp
+
+
+def test_the_precision_rule_gives_bf16_only_to_image_trials_on_gpus_and_a_user_setting_wins(monkeypatch, tmp_path):
+    """Both outcomes of the measurement (tune.choices.PRECISION_RULE): bf16 for image trials on GPUs
+    (the footprint then computed for bf16), fp32 otherwise, and a precision the user set kept."""
+    from tune import choices
+
+    h200 = [packing.GPU(0, "NVIDIA H200", 141 * GIB, 140 * GIB)]
+    image = SearchOptions(task="A2W", num_samples=8, base={"data_root": str(tmp_path), "image_cache": "off"})
+    monkeypatch.setattr(choices, "PRECISION_RULE", ("bf16", "not worse than fp32 (measured)"))
+    monkeypatch.setattr(packing, "local_gpus", lambda: (h200, "nvidia-smi"))
+    made = choices.choose(image, base_config(image), cpus_per_trial=1, num_cpus=16, probe=False)
+    assert made.base.precision == "bf16" and made.record()["precision"] == {
+        "value": "bf16", "why": "bf16 on the GPU: not worse than fp32 (measured); --set precision=fp32 turns it off"}
+    bf16 = packing.estimate_footprint(made.base, 31) / GIB
+    assert f"a trial needs {bf16:.1f} GiB" in made.record()["packing"]["why"]
+    given = SearchOptions(task="A2W", base={"data_root": str(tmp_path), "image_cache": "off", "precision": "fp32"})
+    assert choices.choose(given, base_config(given), cpus_per_trial=1, probe=False).base.precision == "fp32"
+    digits = SearchOptions(task="digits")
+    assert choices.choose(digits, base_config(digits), cpus_per_trial=1, probe=False).base.precision == "fp32"
+    monkeypatch.setattr(packing, "local_gpus", lambda: ([], "nvidia-smi"))
+    made = choices.choose(image, base_config(image), cpus_per_trial=1, probe=False)
+    assert made.base.precision == "fp32" and "the trials run on CPUs" in made.record()["precision"]["why"]
+    monkeypatch.setattr(choices, "PRECISION_RULE", ("fp32", "bf16 lost 1 point (measured)"))
+    monkeypatch.setattr(packing, "local_gpus", lambda: (h200, "nvidia-smi"))
+    made = choices.choose(image, base_config(image), cpus_per_trial=1, num_cpus=16, probe=False)
+    assert made.base.precision == "fp32" and made.record()["precision"]["why"] == \
+        "fp32, the default: bf16 lost 1 point (measured); --set precision=bf16 changes it"

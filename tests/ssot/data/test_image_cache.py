@@ -117,3 +117,13 @@ def test_a_default_cache_that_cannot_be_read_is_rebuilt(data):
     state = image_cache.inspect(config)
     assert state.state == image_cache.STALE and state.reason.startswith("it cannot be used: ")
     assert image_cache.ensure(config).how == image_cache.REBUILT and open_cache(path, "A2W", SIZE).header["count"]["source"] == 31
+
+
+def test_a_cache_folder_that_cannot_be_written_is_refused_naming_ssot_cache_dir(data, tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "a-file" / "caches"))
+    with pytest.raises(DataError, match=f"decoded-image cache location {tmp_path / 'a-file' / 'caches'}/A2W-16.ssotimg cannot "
+                                        f"be created: {tmp_path / 'a-file'} is a file, not a folder.") as info:
+        check_task(_config(data))
+    assert_one_line(info)
+    assert str(info.value).endswith("Set SSOT_CACHE_DIR to choose it, or pass --image-cache off to decode the image files instead.")
