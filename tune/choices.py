@@ -92,9 +92,14 @@ def choose(options: SearchOptions, base: SSOTConfig, *, cpus_per_trial: float, a
     ``address`` or ``ray_running``: the search joins a Ray whose GPUs it does not know."""
     chosen = Chosen(options, base)
     cache = _cache(base, options.verbose, log)
-    on_gpu = _on_gpu(options, bool(address) or ray_running)
+    joined = bool(address) or ray_running
+    local = None if joined else packing.local_gpus()  # this machine's GPUs: a local Ray gets them
+    if options.gpus_per_trial is not None:
+        on_gpu: bool | None = options.gpus_per_trial > 0
+    else:
+        on_gpu = None if local is None else bool(local[0])
     precision = _precision(chosen, on_gpu)  # before packing: a trial's footprint depends on it
-    packed = _packing(chosen, cpus_per_trial, address, ray_running, num_cpus, probe)
+    packed = _packing(chosen, cpus_per_trial, local, num_cpus, probe)
     chosen.choices = [cache, packed, precision, _channels_last(chosen.base, on_gpu)]
     return chosen
 
@@ -114,8 +119,10 @@ def _cache(base: SSOTConfig, verbose: int, log: Callable[[str], None] | None) ->
     return Choice("image cache", {"mode": "off"}, "off (--image-cache off): the trials decode the image files every epoch")
 
 
-def _packing(chosen: Chosen, cpus_per_trial: float, address: str | None, ray_running: bool, num_cpus: int | None,
-             probe: bool) -> Choice:
+def _packing(chosen: Chosen, cpus_per_trial: float, local: tuple[list[packing.GPU] | None, str] | None,
+             num_cpus: int | None, probe: bool) -> Choice:
+    """``local``: this machine's GPUs and where they were read (``None``: the search joins a Ray
+    cluster, whose GPUs are not known before joining it)."""
     options, base = chosen.options, chosen.base
     with_mps = "with MPS" if options.mps else "without MPS (--no-mps)"
     given = options.gpus_per_trial
@@ -123,16 +130,17 @@ def _packing(chosen: Chosen, cpus_per_trial: float, address: str | None, ray_run
         k = int(1 / given) if 0 < given < 1 else 1
         how = f"{k} trials per GPU {with_mps}" if k > 1 else ("one trial per GPU" if given >= 1 else "trials on CPUs")
         return Choice("packing", {"gpus_per_trial": given, "trials_per_gpu": k}, f"{how} (--gpus-per-trial {given:g})")
-    if not image_trials(options, base):
-        return Choice("packing", {"gpus_per_trial": None}, "one GPU per trial where there are GPUs (trials of feature "
-                      "caches, populations and embedded tasks keep that rule; --gpus-per-trial packs them)")
-    if address or ray_running:
-        return Choice("packing", {"gpus_per_trial": None}, "one GPU per trial where the cluster has GPUs: their memory is "
-                      "not known before joining it (--gpus-per-trial packs them; MPS is started on each node: docs/gpu.md)")
-    gpus, source = packing.local_gpus()
+    if local is None:
+        why = ("their memory is not known before joining it (--gpus-per-trial packs them; MPS is started on each node: "
+               "docs/gpu.md)" if image_trials(options, base) else "--gpus-per-trial packs them")
+        return Choice("packing", {"gpus_per_trial": None}, f"one GPU per trial where the cluster has GPUs: {why}")
+    gpus, source = local
     if not gpus:
         why = "no GPU visible" if gpus is not None else f"no GPU known ({source})"
         return Choice("packing", {"gpus_per_trial": None}, f"trials run on CPUs: {why}")
+    if not image_trials(options, base):
+        return Choice("packing", {"gpus_per_trial": None}, "one trial per GPU: trials of feature caches, populations and "
+                      "embedded tasks keep that rule (--gpus-per-trial packs them)")
     num_classes = task_spec(base.task).spec.num_classes
     footprint, how = packing.measure_footprint(base, num_classes) if probe else (None, "the probe is off")
     if footprint is None:
@@ -149,16 +157,6 @@ def _packing(chosen: Chosen, cpus_per_trial: float, address: str | None, ray_run
     value["gpus_per_trial"] = share
     return Choice("packing", value, f"{why}, {with_mps}: --gpus-per-trial {share:g} (footprint {how}); --gpus-per-trial 1 "
                   "runs one per GPU")
-
-
-def _on_gpu(options: SearchOptions, joined: bool) -> bool | None:
-    """Whether the trials run on GPUs: ``None`` when not known before Ray starts (a cluster)."""
-    if options.gpus_per_trial is not None:
-        return options.gpus_per_trial > 0
-    if joined:
-        return None
-    gpus, _ = packing.local_gpus()
-    return bool(gpus)
 
 
 def _precision(chosen: Chosen, on_gpu: bool | None) -> Choice:

@@ -192,9 +192,9 @@ def test_a_search_packs_image_trials_on_a_gpu_when_they_fit_and_keeps_the_other_
         "off (--set channels_last=false)"
     for kept, why in ((SearchOptions(task="A2W", gpus_per_trial=1.0, base={"data_root": str(tmp_path), "image_cache": "off"}),
                        "one trial per GPU (--gpus-per-trial 1)"),
-                      (SearchOptions(task="digits"), "one GPU per trial where there are GPUs (trials of feature caches"),
+                      (SearchOptions(task="digits"), "one trial per GPU: trials of feature caches, populations and embedded"),
                       (SearchOptions(task="A2W", base={"data_root": str(tmp_path), "image_cache": "off"}),
-                       "one GPU per trial where the cluster has GPUs")):
+                       "one GPU per trial where the cluster has GPUs: their memory is not known before joining it")):
         made = choices.choose(kept, base_config(kept), cpus_per_trial=1, address="auto" if kept.task == "A2W" and
                               kept.gpus_per_trial is None else None, probe=False)
         assert made.options.gpus_per_trial == kept.gpus_per_trial and made.record()["packing"]["why"].startswith(why)
