@@ -295,7 +295,7 @@ def epoch_seconds(trainer: Any, *, before: bool, epochs: int = 2) -> float:
 def bench_epoch(root: Path, cache: Path, device: str, precision: str, sizes: Sizes, workers: int) -> dict[str, float]:
     from ssot.trainer import Trainer
 
-    before = Trainer(task_config(device, precision, sizes, data_root=str(root), num_workers=workers))
+    before = Trainer(task_config(device, precision, sizes, data_root=str(root), image_cache="off", num_workers=workers))
     out = {"before": epoch_seconds(before, before=True, epochs=sizes.epochs), "iterations": before.iterations_per_epoch()}
     del before
     after = Trainer(task_config(device, precision, sizes, data_root=str(root), image_cache=str(cache), num_workers=workers))
@@ -404,7 +404,8 @@ def run(args: argparse.Namespace) -> int:
                 rates = {"decoded cache + device augmentation": pipeline_rate(
                     task_config(device, precision, sizes, image_cache=str(cache), num_workers=workers), sizes.pipeline_batches),
                     f"JPEG loader, {workers} persistent workers": pipeline_rate(
-                    task_config(device, precision, sizes, data_root=str(root), num_workers=workers), sizes.pipeline_batches)}
+                    task_config(device, precision, sizes, data_root=str(root), image_cache="off", num_workers=workers),
+                    sizes.pipeline_batches)}
                 results["pipeline"] = {"model": model_ips, "rates": rates, **prepared}
             if "epoch" in sections:
                 print(f"one epoch before and after ... ({time.perf_counter() - t0:.0f} s)", flush=True)

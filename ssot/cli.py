@@ -40,7 +40,8 @@ Exit statuses (the same for every command)
        already (the dashboard without ``--overwrite`` too), cannot be written or is one of the
        command's inputs (also with ``--overwrite``), a storage location that cannot be used; a
        feature or decoded-image cache whose checksum or contents do not match (damaged: rebuild
-       it); a search whose experiment another driver runs (its lock), a ``--resume`` whose flags
+       it), a decoded-image cache to prepare that does not fit in the free disk or whose folder
+       cannot be written; a search whose experiment another driver runs (its lock), a ``--resume`` whose flags
        differ from the experiment's, whose ``experiment.json`` or Ray state is missing, truncated
        or corrupt (Ray's state without a last good copy to put back), or whose trials do not
        match it; a torch file (checkpoint, shared pretrained

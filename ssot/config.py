@@ -77,6 +77,9 @@ OT_SOLVERS = ("net", "vector", "sinkhorn")
 #: training, resize + centre crop for evaluation; ``paper`` the paper's "224x224 center crops of
 #: 256x256 resized images" for both.
 TRANSFORMS = ("default", "paper")
+#: The words ``image_cache`` takes besides a path: ``auto`` (an image task's decoded-image cache,
+#: prepared on first use, :mod:`ssot.data.image_cache`) and ``off`` (read the image files).
+IMAGE_CACHE_MODES = ("auto", "off")
 #: The field groups (module docstring).
 GROUPS = ("searched", "pretraining", "task", "path", "runtime")
 
@@ -205,7 +208,28 @@ class TaskName:
         return {"type": str}
 
 
-Constraint = Interval | Options | Boolean | PositiveInts | OptionalPath | TaskName
+@dataclass(frozen=True)
+class ImageCache:
+    """``auto``, ``off`` or the path of a decoded-image cache (kept as text); ``None``, what
+    configs written before ``auto`` existed hold, is ``off`` (they read the image files)."""
+
+    def describe(self) -> str:
+        return "'auto', 'off' or the path of a decoded-image cache"
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None:
+            return "off"
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"The '{name}' parameter must be {self.describe()}. Got {value!r} instead.")
+        return value
+
+    def flag(self) -> dict[str, Any]:
+        return {"type": str, "metavar": "auto|off|PATH"}
+
+
+Constraint = Interval | Options | Boolean | PositiveInts | OptionalPath | TaskName | ImageCache
 
 
 def param(default: Any, constraint: Constraint, help: str, *groups: str, flag: str | None = None) -> Any:
@@ -281,9 +305,11 @@ class SSOTConfig:
                                    "task", "path", flag="--source")
     target_dir: str | None = param(None, OptionalPath(), "task custom: target folder with class sub-folders, or a flat "
                                    "folder of unlabeled images", "task", "path", flag="--target")
-    image_cache: str | None = param(None, OptionalPath(), "a decoded-image cache of the task (python -m ssot.data prepare) "
-                                    "to train on instead of its JPEGs: crops, flips and normalisation run on the device",
-                                    "pretraining", "task", "path")
+    image_cache: str = param("auto", ImageCache(), "the decoded-image cache of an image task (crops, flips and normalisation "
+                             "run on the device): auto (the task's cache, prepared on first use in $SSOT_CACHE_DIR, else "
+                             "<data root>/decoded, and shared by every later run; nothing for tasks that are not image "
+                             "benchmarks), off (decode the image files every epoch) or the path of a cache (python -m "
+                             "ssot.data prepare)", "pretraining", "task", "path")
     transform: str = param("default", Options(TRANSFORMS), "image transforms: default (random resized crop + flip for "
                            "training) or paper (224x224 centre crops of 256x256 resized images, training and evaluation)",
                            "pretraining", "task")
@@ -303,6 +329,8 @@ class SSOTConfig:
     device: str = param("auto", Options(DEVICES), "auto (CUDA when available), cpu or cuda", "runtime")
     precision: str = param("fp32", Options(PRECISIONS), "fp32 or bf16 (autocast of f and eta; the OT maths stays in fp32)",
                            "pretraining")
+    channels_last: bool = param(True, Boolean(), "ResNet-50 and its inputs in the channels_last memory format on CUDA "
+                                "(faster convolutions; ignored on a CPU and for other backbones)", "runtime")
     compile: bool = param(False, Boolean(), "torch.compile the feature extractor on CUDA (ignored on CPU; "
                           "benchmarks/gpu.py measures whether it helps)", "runtime")
     seed: int = param(0, _INT0, "seed of every random number generator of the run", "pretraining")
@@ -361,6 +389,11 @@ class SSOTConfig:
         """A validated copy with ``changes`` applied."""
         return self.from_dict({**self.to_dict(), **changes})
 
+    @property
+    def image_cache_path(self) -> str | None:
+        """The path ``image_cache`` names, ``None`` for ``auto`` and ``off`` (:data:`IMAGE_CACHE_MODES`)."""
+        return None if self.image_cache in IMAGE_CACHE_MODES else self.image_cache
+
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Check every field against its constraint (in declaration order, values converted to the
@@ -379,9 +412,10 @@ class SSOTConfig:
             raise ConfigError(f"The 'features_path' parameter is set but 'backbone' is {self.backbone!r}. Use backbone 'features' to train on a feature cache.")
         if self.backbone == "features" and not self.features_path:
             raise ConfigError("The 'backbone' parameter is 'features' but 'features_path' is not set. Pass the path of a feature cache.")
-        if self.image_cache and (self.backbone == "features" or not registry.task(self.task).spec.on_disk):
-            raise ConfigError(f"The 'image_cache' parameter is set, but task {self.task!r} with backbone {self.backbone!r} does not "
-                              "read images of a benchmark. Drop --image-cache, or use it with an image task such as A2W.")
+        if self.image_cache_path and (self.backbone == "features" or not registry.task(self.task).spec.on_disk):
+            raise ConfigError(f"The 'image_cache' parameter is set to a cache, but task {self.task!r} with backbone "
+                              f"{self.backbone!r} does not read images of a benchmark. Use --image-cache auto (or off), or "
+                              "pass the cache with an image task such as A2W.")
 
 
 def _parameters_section() -> str:

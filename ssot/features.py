@@ -190,9 +190,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def features(args: argparse.Namespace) -> int:
     """The command's work: check the output, encode the task, write the cache."""
-    outputs.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, args.image_cache,
-                                                                          args.features_path) if p])
+    from ssot.config import IMAGE_CACHE_MODES
+    from ssot.data import image_cache
+
+    cache = args.image_cache if args.image_cache not in IMAGE_CACHE_MODES else None
+    outputs.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, cache,
+                                                                              args.features_path) if p])
     config = cli.config_from_args(args)
+    image_cache.prepare_for([config], progress=not args.quiet, log=None if args.quiet else print)  # prepared on first use
     meta = build_feature_cache(config, args.out, views=args.views, encoder=args.encoder, progress=not args.quiet)
     stage = meta["encoder"] + (f", seed {config.seed}, source-only target_acc {meta['source_only_target_acc']:.4f}"
                                if meta.get("source_only_target_acc") is not None else "")

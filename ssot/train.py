@@ -46,10 +46,12 @@ def _print_epoch(metrics: dict[str, Any]) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """The command's work: check the outputs and the data, train every seed, write the record(s)."""
-    from ssot.data import check_task
+    from ssot.config import IMAGE_CACHE_MODES
+    from ssot.data import check_task, image_cache
 
     cli.check_seeds(args.seeds)
-    inputs = [p for p in (args.config, args.features_path, args.image_cache, args.pretrained_path) if p]
+    cache = args.image_cache if args.image_cache not in IMAGE_CACHE_MODES else None
+    inputs = [p for p in (args.config, args.features_path, cache, args.pretrained_path) if p]
     if args.out is not None:
         outputs.check_output(args.out, "--out", folder=False, inputs=inputs)
     if args.save_model is not None:
@@ -60,7 +62,8 @@ def train(args: argparse.Namespace) -> int:
         if args.seeds and len(args.seeds) > 1:
             raise SSOTError(f"--save-model saves one run but {len(args.seeds)} seeds were given; pass one seed.")
     config = cli.config_from_args(args)
-    check_task(config)  # a missing dataset: one line, before torch loads
+    check_task(config)  # a missing dataset, too little disk for the decoded-image cache: one line, before torch loads
+    image_cache.prepare_for([config], progress=not args.quiet, log=None if args.quiet else print)  # prepared on first use
     from ssot.trainer import Trainer
 
     seeds = args.seeds if args.seeds else [config.seed]

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--top", type=int, default=3, metavar="K", help="candidates per experiment: its best trials")
     cli.add_seeds(parser, help="seeds of each candidate")
     parser.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: RESULTS/confirmed)")
+    cli.add_config_flag(parser, "image_cache", "overrides the searches' (prepared before any run starts)",
+                        default_text="the searches'")
     g = parser.add_argument_group("racing (tune/racing.py)")
     g.add_argument("--race", action="store_true",
                    help="spend seeds only on candidates still in contention (--seeds is the pool, taken in order)")
@@ -80,8 +82,12 @@ def confirm(args: argparse.Namespace) -> int:
     outputs.check_output(out, "--out", folder=True, inputs=discovery.experiment_inputs(args.results_dir),
                      new=[p.name for p in confirmation.output_paths(out, sorted({c.task for c in candidates}))])
 
+    override = {"image_cache": args.image_cache} if args.image_cache is not None else {}
+
     def runs(pairs: Sequence[tuple[confirmation.Candidate, int]]) -> dict:
-        jobs = {(c.label, s): (c.config.replace(seed=s), confirmation.run_path(out, c.task, c.trial_id, s)) for c, s in pairs}
+        with cli.flag_errors(override):
+            jobs = {(c.label, s): (c.config.replace(seed=s, **override), confirmation.run_path(out, c.task, c.trial_id, s))
+                    for c, s in pairs}
         return train_on_ray(jobs, num_cpus=args.num_cpus, address=args.address, cpus_per_run=args.cpus_per_trial,
                             gpus_per_run=args.gpus_per_trial)
 

@@ -16,10 +16,11 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import ray
 from ray import tune as ray_tune
 
 from ssot.config import SSOTConfig
-from ssot.data import build_task
+from ssot.data import build_task, image_cache
 from ssot.data.features import cache_provenance
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, SSOTError
@@ -29,7 +30,7 @@ from ssot.results.experiment import EXPERIMENT_FILE, REFERENCE_KEY, new_meta
 from ssot.results.lock import ExperimentLock
 from ssot.results.metrics import DIRECTIONS, LABEL_FREE
 from ssot.results.trials import ERRORED, RUNNING, asha_rungs
-from tune import resume, warmstart
+from tune import choices, resume, warmstart
 from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_of
 
 # TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
@@ -68,7 +69,9 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         warmstart.check_optuna()
     if reference is not None:
         options = replace(options, num_samples=len(reference.configs), space=dict(reference.space))
-    task = build_task(base)  # fail fast, before Ray starts, on a missing dataset or unknown task
+    # fail fast, before Ray starts, on a missing dataset or unknown task (the images listed, the
+    # decoded-image cache prepared below: once the experiment's folder is checked)
+    task = build_task(base.replace(image_cache="off") if image_cache.applies(base) else base)
     if options.metric == "target_acc" and not getattr(task, "labeled_target", True):
         raise ConfigError(f"--metric target_acc needs target labels, but the target of task {base.task!r} is unlabeled. "
                           f"Use a label-free metric: {', '.join(LABEL_FREE)}.")
@@ -86,6 +89,12 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
                 raise SSOTError(f"--resume: no experiment at {path} to resume. Drop --resume to start it.")
             print(f"{base.task}: nothing of experiment {path} was recorded (its driver stopped before it began); "
                   "starting it.", flush=True)
+        # the image cache prepared, trials packed on the GPUs, precision: each said in one line, in experiment.json too
+        made = choices.choose(options, base, cpus_per_trial=cpus, address=address, ray_running=ray.is_initialized(),
+                              num_cpus=num_cpus, log=(lambda line: print(f"{base.task}: {line}", flush=True)) if options.verbose else None)
+        options, base = made.options, made.base
+        if options.verbose:
+            print("\n".join(f"{base.task}: {line}" for line in made.lines()), flush=True)
         check_pretrained(root, base)
         if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
             check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
@@ -97,6 +106,7 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         info, restore = resume.resumed(path, wanted, options.verbose) if exists else (wanted, False)
         if isinstance(info, SearchOutcome):  # finished already
             return info
+        info["choices"] = made.record()  # this run's (a resumed search records its last run's, like mps)
         if warm and not sources and not restore:  # a resumed search that Ray had not saved yet starts anew
             sources = warmstart.read_sources(warm, base.task, options.space)
         if options.trackers:  # a missing package or an unusable tracking URI is refused before Ray starts

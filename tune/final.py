@@ -30,7 +30,7 @@ from ssot.errors import ResultsError
 from ssot.results import outputs
 from ssot.results.final_table import result_paths, results_table, to_markdown, write_results
 from ssot.results.record import RUNS_DIR, RunRecord, run_path, write_new
-from tune.runner import Log, apply_overrides, describe, read_run_record
+from tune.runner import Log, apply_overrides, describe, prepare_data, read_run_record
 
 __all__ = ["collect_configs", "feature_caches", "final_runs", "run_all", "main"]
 
@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="results folder: runs/, results.csv, results.md")
     cli.add_config_flag(parser, "epochs", "overrides the configs' (quick checks)", default_text="the configs'")
     cli.add_config_flag(parser, "device", "overrides the configs'", default_text="the configs'")
+    cli.add_config_flag(parser, "image_cache", "overrides the configs' (prepared before any run starts)",
+                        default_text="the configs'")
     cli.add_config_flag(parser, "features_path", "here: one per task, run on instead of images", nargs="+",
                         default_text="")
     return parser
@@ -138,8 +140,12 @@ def final(args: argparse.Namespace) -> int:
     outputs.check_output(args.out, "--out", folder=True, new=[p.name for p in result_paths(args.out)],
                      inputs=[*(f for f, _ in collected), *(Path(p) for p in args.features_path or [])])
     caches = feature_caches(args.features_path) if args.features_path else None
-    with cli.flag_errors(("epochs", "device")):
-        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches) for _, c in collected]
+    with cli.flag_errors(("epochs", "device", "image_cache")):
+        configs = [apply_overrides(c, epochs=args.epochs, device=args.device, features=caches, image_cache=args.image_cache)
+                   for _, c in collected]
+    # the data of the runs to train (not of reused ones): a missing dataset, too little disk for a
+    # decoded-image cache refused before any run; each image task's cache prepared
+    prepare_data(c for c in configs if any(not run_path(args.out, c.task, s).exists() for s in args.seeds))
     records = run_all(configs, args.seeds, args.out)
     table = results_table(records)
     csv_path, md_path = write_results(table, args.out)

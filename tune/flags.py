@@ -21,11 +21,11 @@ def add_ray_flags(parser: argparse.ArgumentParser | Any) -> None:
 
 
 def add_trial_resources(parser: argparse.ArgumentParser | Any, what: str = "trial", cpus_default: float | None = 1.0,
-                        cpus_auto: str = "") -> None:
+                        cpus_auto: str = "", gpus_auto: str = "1 if the cluster has GPUs, else 0") -> None:
     """``--gpus-per-trial`` and ``--cpus-per-trial``: each run's resource request (``cpus_default``
-    None: decided by the command, as ``cpus_auto`` says)."""
+    None: decided by the command, as ``cpus_auto`` says; the GPUs when not given: ``gpus_auto``)."""
     parser.add_argument("--gpus-per-trial", type=float, help=f"GPUs per {what}, fractions allowed (0.25 packs 4 per GPU) "
-                        "(default: 1 if the cluster has GPUs, else 0)")
+                        f"(default: {gpus_auto})")
     parser.add_argument("--cpus-per-trial", type=float, default=cpus_default,
                         help=f"CPUs per {what}" + (f" (default: {cpus_auto})" if cpus_default is None else ""))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssot.config import PATH_FIELDS, SSOTConfig
+from ssot.config import IMAGE_CACHE_MODES, PATH_FIELDS, SSOTConfig
 from ssot.data import check_task
 from ssot.errors import ConfigError
 from ssot.results import outputs, storage
@@ -135,7 +135,7 @@ def base_config(options: SearchOptions, cpus_per_trial: float = 1.0) -> SSOTConf
     share (``cpus_per_trial``) becomes its torch threads unless ``base`` sets ``num_threads``."""
     base = dict(options.base)
     for key in PATH_FIELDS:
-        if base.get(key) and not storage.is_uri(base[key]):
+        if base.get(key) and base[key] not in IMAGE_CACHE_MODES and not storage.is_uri(base[key]):
             base[key] = str(Path(base[key]).expanduser().resolve())
     if not base.get("num_threads"):  # a trial's CPU share, recorded in its config and best_config.json
         base["num_threads"] = max(1, int(cpus_per_trial))

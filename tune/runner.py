@@ -19,17 +19,19 @@ from ssot.config import RUNTIME_FIELDS, SSOTConfig
 from ssot.errors import ResultsError, SSOTError
 from ssot.results.record import RunRecord, read_reusable, write_new
 
-__all__ = ["Log", "apply_overrides", "read_run_record", "describe", "train_on_ray", "check_data", "ray_result"]
+__all__ = ["Log", "apply_overrides", "read_run_record", "describe", "train_on_ray", "check_data", "prepare_data",
+           "ray_result"]
 
 #: Receives one progress line per run.
 Log = Callable[[str], None]
 
 
 def apply_overrides(config: SSOTConfig, *, epochs: int | None = None, device: str | None = None,
-                    features: dict[str, Path] | None = None) -> SSOTConfig:
-    """``config`` with the quick-check overrides that are not ``None`` applied (validated);
-    ``features`` (task -> cache, see :func:`tune.final.feature_caches`) runs it on its task's cache."""
-    changes: dict[str, Any] = {"epochs": epochs, "device": device}
+                    features: dict[str, Path] | None = None, image_cache: str | None = None) -> SSOTConfig:
+    """``config`` with the overrides that are not ``None`` applied (validated): the quick-check
+    ``epochs`` and ``device``, the ``image_cache`` (``auto``, ``off`` or a path); ``features``
+    (task -> cache, see :func:`tune.final.feature_caches`) runs it on its task's cache."""
+    changes: dict[str, Any] = {"epochs": epochs, "device": device, "image_cache": image_cache}
     if features is not None:
         if config.task not in features:
             raise ResultsError(f"No feature cache for task {config.task!r} among --features {' '.join(map(str, features.values()))}; "
@@ -141,11 +143,10 @@ def check_data(configs: Iterable[SSOTConfig]) -> None:
     """Find, then build the data of each distinct task of ``configs`` once
     (:data:`ssot.config.TASK_FIELDS`): an unknown task, a missing data root or dataset is refused
     in one line before Ray starts, and before torch loads (:func:`ssot.data.check_task`)."""
-    from ssot.data import build_task, check_task
+    from ssot.data import build_task
 
     configs = list(configs)
-    for config in configs:
-        check_task(config)
+    prepare_data(configs)  # each image task's decoded images too, before any run starts
     from tune.trial import task_key
 
     seen = set()
@@ -154,6 +155,18 @@ def check_data(configs: Iterable[SSOTConfig]) -> None:
         if key not in seen:
             seen.add(key)
             build_task(config)
+
+
+def prepare_data(configs: Iterable[SSOTConfig]) -> None:
+    """Before any run of ``configs`` trains: their data found (:func:`ssot.data.check_task`: a
+    missing dataset, too little disk for a decoded-image cache) and their image tasks' decoded
+    images prepared (:func:`ssot.data.image_cache.prepare_for`), each said in one line."""
+    from ssot.data import check_task, image_cache
+
+    configs = list(configs)
+    for config in configs:
+        check_task(config)
+    image_cache.prepare_for(configs, progress=True)
 
 
 def ray_result(ray: Any, ref: Any) -> Any:

@@ -13,6 +13,11 @@
     python tune/search.py --task digits --optuna-storage sqlite:///optuna.db   # optuna-dashboard sqlite:///optuna.db
     python tune/search.py --task digits --tracker mlflow --tracker tensorboard # log the trials to trackers too
     python tune/search.py --task P2I --address HEAD:6379 --storage-path s3://bucket/ssot   # a cluster (docs/clusters.md)
+    python tune/search.py --task A2W --image-cache off --gpus-per-trial 1   # JPEGs, one trial per GPU: the defaults turned off
+
+An image task's search trains on its decoded-image cache (prepared before the trials start) and,
+on a local GPU machine, packs its trials with MPS when they fit; it says each choice in one line
+and records it in experiment.json (``choices``: :mod:`tune.choices`, docs/gpu.md).
 
 Results go to <storage-path>/<name>/<task>/ (trials.csv, best_config.json, experiment.json);
 trials.csv and best_config.json (the best so far) are rewritten after each finished trial.
@@ -33,7 +38,7 @@ from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_RED
 from tune.trackers import TRACKERS
 
 #: The config fields that have a flag of their own here (the others: ``--set``).
-CONFIG_FLAGS = ("task", "eps", "potential_width", "epochs", "seed", "data_root", "features_path")
+CONFIG_FLAGS = ("task", "eps", "potential_width", "epochs", "seed", "data_root", "features_path", "image_cache")
 #: The flags of the sampled space: flag -> the field it samples.
 RANGES = {"--lambda-ot-range": "lambda_ot", "--lambda-ent-range": "lambda_ent", "--eps-range": "eps"}
 
@@ -63,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli.add_config_flag(t, "seed", "and of the search's sampler")
     cli.add_config_flag(t, "data_root")
     cli.add_config_flag(t, "features_path", "here: screen on it instead of images")
+    cli.add_config_flag(t, "image_cache", "here: prepared by the search before its trials start")
     t.add_argument("--population", type=int, metavar="P",
                    help="configs per Ray trial, trained at once as one population (P > 1 needs --features: stacked weights, "
                         "ASHA's rungs inside the population; TPE proposes each trial's configs from every result so far) "
@@ -87,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ASHA keeps the top 1/R of the trials at each rung")
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
-    flags.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs")
+    flags.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs",
+                              gpus_auto="image trials on a local GPU machine: as many per GPU as fit, up to 4, with MPS "
+                                        "(docs/gpu.md); else 1 if the cluster has GPUs, else 0")
     r.add_argument("--max-concurrent", type=int, metavar="N",
                    help="most trials running at once (default: as many as the resources hold)")
     flags.add_ray_flags(r)
@@ -95,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="custom Ray resources per trial, e.g. '{\"worker_node\": 1}' to run trials only on nodes started with "
                         "ray start --resources '{\"worker_node\": N}' (default: none)")
     r.add_argument("--no-mps", action="store_true", help="do not use NVIDIA MPS for trials that share a GPU (by default a "
-                   "search with --gpus-per-trial below 1 uses a running MPS daemon or starts one for its lifetime; docs/gpu.md)")
+                   "search whose trials share a GPU uses a running MPS daemon or starts one for its lifetime; docs/gpu.md)")
     r.add_argument("--max-failures", type=int, default=DEFAULT_MAX_FAILURES, metavar="N",
                    help="restarts of a failed trial (node lost, worker killed, error) from its last checkpoint before it counts as errored")
     r.add_argument("--storage-path", default="ray_results", metavar="PATH",
@@ -169,7 +177,7 @@ def _space(args: argparse.Namespace) -> spaces.Space:
 def options_for(args: argparse.Namespace, task: str, name: str | None) -> SearchOptions:
     """The options of the search of ``task`` that the flags ask for."""
     base = _parse_set(args.set)
-    for field in ("epochs", "data_root", "features_path"):
+    for field in ("epochs", "data_root", "features_path", "image_cache"):
         if getattr(args, field) is not None:
             base[field] = getattr(args, field)
     if args.features_path:

@@ -14,7 +14,8 @@ bad input is refused before torch is imported (``check`` and ``fetch`` never imp
 status. ``prepare`` writes a decoded-image cache (:mod:`ssot.data.decoded`; default location
 ``$SSOT_CACHE_DIR/<task>-<size>.ssotimg``, else ``<data root>/decoded/<task>-<size>.ssotimg``;
 ``--out`` must end in ``.ssotimg``), never over an existing file (status 2), and prints the flag
-that trains on it; an embedded task (``P2H``) needs no cache and is refused with the command that
+that trains on it (none at the default location: a run of an image task prepares the cache there
+on first use and uses it by default, :mod:`ssot.data.image_cache`); an embedded task (``P2H``) needs no cache and is refused with the command that
 trains on it.
 """
 from __future__ import annotations
@@ -108,7 +109,14 @@ def _prepare(args: argparse.Namespace) -> int:
     count = cache.header["count"]
     print(f"wrote {out}: {count['source']} source + {count['target']} target images, {args.resize_size}x{args.resize_size}, "
           f"{out.stat().st_size / 2**30:.2f} GiB, in {time.perf_counter() - start:.0f} s")
-    print(f"train on it with: --task {cache.header['task']} --image-cache {out}")
+    from ssot.data.decoded import default_path
+    from ssot.data.layouts import resolve_data_root
+
+    if out == default_path(cache.header["task"], resolve_data_root(args.data_root), args.resize_size):
+        print(f"every run of task {cache.header['task']} at --resize-size {args.resize_size} trains on it (--image-cache auto, "
+              "the default)")
+    else:
+        print(f"train on it with: --task {cache.header['task']} --image-cache {out}")
     return cli.EXIT_OK
 
 

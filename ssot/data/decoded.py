@@ -1,20 +1,24 @@
 """The decoded-image cache: a task's images decoded once, resized, stored as uint8 in one file.
 
+    python -m ssot.train --task A2W --data-root DIR        # prepared on first use (ssot.data.image_cache)
     python -m ssot.data prepare --task A2W --data-root DIR [--out PATH] [--resize-size 256]
-    python -m ssot.train --task A2W --image-cache PATH ...
+    python -m ssot.train --task A2W --image-cache PATH ...  # a cache of one's own
 
 Decoding and resizing JPEGs on the CPU, every epoch, is what bounds an image trial on a fast GPU.
 The cache decodes each image of a task once (source images, then the target images of the
 partial target classes, in the order the JPEG loader uses), resizes it to a square
 ``resize_size x resize_size`` (PIL bilinear, antialiased, the aspect ratio not kept: the paper's
-"256x256 resized images"; :func:`ssot.data.benchmarks.square_resize`) and stores the RGB pixels
+"224x224 center crops of 256x256 resized images": the square resize is the paper's own
+preprocessing; :func:`ssot.data.benchmarks.square_resize`) and stores the RGB pixels
 as uint8. Training memory-maps the file (the operating system's page cache shares it between the
 trials of a machine), gathers each batch's uint8 pixels and does the crops, flips and the
 normalisation on the device (:mod:`ssot.data.augment`).
 
 Default location: ``$SSOT_CACHE_DIR/<task>-<resize_size>.ssotimg`` when ``SSOT_CACHE_DIR`` is set,
 else ``<data root>/decoded/<task>-<resize_size>.ssotimg``. A cache is about 192 KiB per image at
-256 (Office-31 A2W: 3,612 images, 0.7 GB).
+256 (Office-31 A2W: 3,612 images, 0.7 GB). An image task's runs, searches, confirmations and final
+runs prepare it there on first use and share it (``image_cache = "auto"``, the default:
+:mod:`ssot.data.image_cache`, which also rebuilds it when the task's :func:`listing` changed).
 
 File format (version :data:`FORMAT`)
 ------------------------------------
@@ -29,11 +33,13 @@ bytes      content
 
 The header is the provenance: ``format``, ``task``, ``dataset``, ``domains``, ``resize`` (size
 and method), ``count`` (source and target), ``labels``, ``files`` (paths relative to the data
-root), ``files_sha256`` (of the file list with labels), ``class_names``, ``target_classes``,
+root), ``files_sha256`` (of the file list with labels), ``files_stat_sha256`` (of each file's size and
+modification time; caches written before it have none), ``class_names``, ``target_classes``,
 ``data_sha256`` (the checksum of the pixels), ``created`` and, since format 2, ``header_sha256``
 (the checksum of every other header field, :func:`header_checksum`): the two checksums cover
 every byte that training reads. A cache is written to a temporary file and linked into place,
-never over an existing file.
+never over an existing file (a default cache found stale is rebuilt: the new file renamed over it,
+atomically, by :mod:`ssot.data.image_cache` only).
 
 Opening one (:func:`open_cache`: once per process that trains on it, e.g. once per worker of a
 search, never per epoch) refuses, in one line naming the file and the command that rebuilds it:
@@ -43,7 +49,8 @@ header whose checksum does not match (both checksums named), a header whose fiel
 ``resize_size``, a truncated file, and pixels that do not match ``data_sha256`` (expected and
 found named; the check reads the whole file once, measured in docs/gpu.md). A format-1 cache
 (no header checksum) is accepted with a one-line warning, its fields still checked.
-The cache does not look at the data root again: rebuild it when the images change.
+Opening a cache does not look at the data root again; the default cache of a config is compared
+with the images under the data root each time a run starts (:mod:`ssot.data.image_cache`).
 """
 from __future__ import annotations
 
@@ -95,8 +102,77 @@ def _files_digest(files: dict[str, list[str]], labels: dict[str, list[int]]) -> 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _stat_digest(paths: Iterable[str | Path]) -> str:
+    """SHA-256 of each file's size and modification time, in order: an image replaced under the
+    same name (re-encoded, cropped, another photo) changes it where the file list stays the same."""
+    digest = hashlib.sha256()
+    for path in paths:
+        st = os.stat(path)
+        digest.update(f"{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A task's images as they are under the data root now, without opening one: what a cache of
+    the task holds (:func:`prepare`) and what tells whether an existing cache is still current
+    (``files_sha256`` and ``files_stat_sha256``, both in its header)."""
+
+    task: str
+    dataset: str
+    root: Path
+    samples: dict[str, list[tuple[Path, int]]]
+    files: dict[str, list[str]]
+    labels: dict[str, list[int]]
+    files_sha256: str
+    files_stat_sha256: str
+
+    @property
+    def count(self) -> int:
+        return sum(len(s) for s in self.samples.values())
+
+    def changed(self, header: dict[str, Any]) -> str:
+        """Why the cache of ``header`` no longer holds these images, or ``""``: another file list
+        (images added, removed, renamed or relabelled) or, when the header records them, other
+        sizes or modification times (images replaced)."""
+        if header.get("files_sha256") != self.files_sha256:
+            old = sum(int(n) for n in (header.get("count") or {}).values()) if isinstance(header.get("count"), dict) else "?"
+            return f"the list of images changed ({old} images in the cache, {self.count} under the data root now)"
+        if header.get("files_stat_sha256", self.files_stat_sha256) != self.files_stat_sha256:
+            return "images were replaced (their sizes or modification times changed)"
+        return ""
+
+
+def listing(task: str, data_root: str | Path | None) -> Listing:
+    """The :class:`Listing` of ``task``'s images under ``data_root`` (``None``: ``$SSOT_DATA_ROOT``).
+
+    Raises
+    ------
+    ConfigError : unknown task, not a benchmark task.
+    DataError : the data root or the task's images are missing.
+    """
+    from ssot.data.layouts import benchmark_task, resolve_data_root, task_samples
+
+    spec_task = benchmark_task(task)
+    root = resolve_data_root(data_root)
+    spec, source, target = task_samples(spec_task, root)
+    samples = {"source": source, "target": target}
+    files = {side: [Path(p).relative_to(root).as_posix() if Path(p).is_relative_to(root) else str(p) for p, _ in s]
+             for side, s in samples.items()}
+    labels = {side: [int(label) for _, label in s] for side, s in samples.items()}
+    return Listing(spec_task.name, spec.name, root, samples, files, labels, _files_digest(files, labels),
+                   _stat_digest(p for p, _ in source + target))
+
+
+def cache_bytes(images: int, resize_size: int) -> int:
+    """The size of a cache of ``images`` images at ``resize_size``: the pixels and a header of at
+    most a few hundred bytes per image (its file path and label), aligned to 4 KiB."""
+    header = -(-(16 + 4096 + 320 * images) // _ALIGN) * _ALIGN
+    return header + images * resize_size * resize_size * 3
+
+
 def prepare(task: str, data_root: str | Path | None, out: str | Path | None = None, *, resize_size: int = 256,
-            workers: int = 1, progress: bool = False) -> Path:
+            workers: int = 1, progress: bool = False, replace: bool = False, images: Listing | None = None) -> Path:
     """Decode, resize and store every image of ``task``; returns the path written.
 
     Parameters
@@ -104,10 +180,14 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     task : a task of the image benchmarks, e.g. ``"A2W"``.
     data_root : the data root (``None``: ``$SSOT_DATA_ROOT``).
     out : the cache file (default :func:`default_path`), ending in :data:`SUFFIX`; it must not
-        exist, nor be one of the task's images.
+        exist (unless ``replace``), nor be one of the task's images.
     resize_size : the side of the stored square images (the config's ``resize_size``).
     workers : processes decoding in parallel (0 or 1: this process decodes).
     progress : a progress bar.
+    replace : put the new cache in place of an existing file at ``out`` (atomically: a process
+        that has the old one open keeps reading it). Only :mod:`ssot.data.image_cache` rebuilds,
+        the caches it manages, under its lock; ``python -m ssot.data prepare`` never does.
+    images : the task's :func:`listing`, when the caller made it already.
 
     Raises
     ------
@@ -115,7 +195,7 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     DataError : the data root or the task's images are missing or unreadable.
     SSOTError : ``out`` exists or cannot be written.
     """
-    from ssot.data.layouts import benchmark_task, resolve_data_root, task_samples
+    from ssot.data.layouts import benchmark_task
     from ssot.results.outputs import check_output
 
     spec_task = benchmark_task(task)
@@ -123,35 +203,35 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
         raise SSOTError(f"The '--resize-size' argument must be an int >= 1. Got {resize_size!r} instead.")
     if not isinstance(workers, int) or workers < 0:
         raise SSOTError(f"The '--num-workers' argument must be an int >= 0 (decoding processes). Got {workers!r} instead.")
-    root = resolve_data_root(data_root)
-    out = Path(out).expanduser() if out else default_path(spec_task.name, root, resize_size)
+    found = images if images is not None else listing(spec_task.name, data_root)
+    out = Path(out).expanduser() if out else default_path(spec_task.name, found.root, resize_size)
     if out.suffix != SUFFIX:  # e.g. a .jpg in an image folder: the next listing of the data would read it as an image
         raise SSOTError(f"The '--out' argument must end in {SUFFIX}. Got {out.name!r} instead.")
-    spec, source, target = task_samples(spec_task, root)
-    check_output(out, "--out", folder=False, inputs=[p for p, _ in source + target])
-    samples = {"source": source, "target": target}
-    files = {side: [Path(p).relative_to(root).as_posix() if Path(p).is_relative_to(root) else str(p) for p, _ in s]
-             for side, s in samples.items()}
-    labels = {side: [int(label) for _, label in s] for side, s in samples.items()}
+    source, target = found.samples["source"], found.samples["target"]
+    check_output(out, "--out", folder=False, exists_ok=replace, inputs=[p for p, _ in source + target])
+    from ssot.data.registry import DATASETS
+
+    spec = DATASETS[found.dataset]
     header = {
         "format": FORMAT, "kind": "ssot decoded images", "task": spec_task.name, "dataset": spec.name,
         "domains": {"source": spec_task.source, "target": spec_task.target},
         "resize": {"size": resize_size, "method": "square: PIL bilinear (antialiased) to size x size, aspect not kept"},
         "layout": "N x size x size x 3 uint8 RGB, row-major; source images first",
-        "count": {side: len(s) for side, s in samples.items()}, "class_names": list(spec.classes),
-        "target_classes": spec.target_classes, "labels": labels, "files": files,
-        "files_sha256": _files_digest(files, labels),
+        "count": {side: len(s) for side, s in found.samples.items()}, "class_names": list(spec.classes),
+        "target_classes": spec.target_classes, "labels": found.labels, "files": found.files,
+        "files_sha256": found.files_sha256, "files_stat_sha256": found.files_stat_sha256,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     jobs = [(str(p), resize_size) for p, _ in source + target]
-    return write_cache(out, header, _decoded(jobs, workers, progress, spec_task.name))
+    return write_cache(out, header, _decoded(jobs, workers, progress, spec_task.name), replace=replace)
 
 
-def write_cache(out: Path, header: dict[str, Any], pixels: Iterable[bytes]) -> Path:
+def write_cache(out: Path, header: dict[str, Any], pixels: Iterable[bytes], *, replace: bool = False) -> Path:
     """Write a cache file: ``header`` (its ``data_sha256`` and ``header_sha256`` filled in here)
     and the ``pixels`` chunks, in order, to a temporary file linked into place at ``out`` (never
-    over an existing file). :func:`prepare` is its one caller but the benchmark of the checks,
-    which writes caches of a task's size from generated pixels."""
+    over an existing file; with ``replace``, renamed over it atomically). :func:`prepare` is its
+    one caller but the benchmark of the checks, which writes caches of a task's size from
+    generated pixels."""
     header = {**header, "data_sha256": _PLACEHOLDER, "header_sha256": _PLACEHOLDER}
     text = json.dumps(header)
     length = -(-(16 + len(text.encode())) // _ALIGN) * _ALIGN - 16
@@ -171,7 +251,10 @@ def write_cache(out: Path, header: dict[str, Any], pixels: Iterable[bytes]) -> P
             fh.flush()
             os.fsync(fh.fileno())
         try:
-            os.link(tmp, out)  # atomic, and never over a file that appeared meanwhile
+            if replace:
+                os.replace(tmp, out)  # atomic: a reader of the old file keeps it until it closes it
+            else:
+                os.link(tmp, out)  # atomic, and never over a file that appeared meanwhile
         except FileExistsError:
             raise SSOTError(f"--out {out} appeared while the cache was built; it is kept. Pass another --out.") from None
     finally:

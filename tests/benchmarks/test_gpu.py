@@ -28,27 +28,44 @@ def test_skips_with_status_0_and_writes_nothing_without_cuda(monkeypatch, tmp_pa
     assert "skipped, no CUDA GPU" in capsys.readouterr().out and not (tmp_path / "gpu.md").exists()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is here: the script would run the real benchmark (minutes); "
+                    "the CUDA smoke run below is this machine's variant")
 def test_script_runs_as_a_command_here():
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA GPU is here: the script would run the real benchmark (minutes); run it by hand")
     proc = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "skipped" in proc.stdout
 
 
-def test_the_cpu_smoke_run_goes_through_every_section_and_writes_its_table(tmp_path):
-    out = tmp_path / "smoke.md"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--smoke", "--num-workers", "1", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
+def _smoke(device: str, out, *extra: str) -> str:
+    """The table of a ``--smoke`` run on ``device`` (tiny sizes: every section's code path)."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--device", device, "--smoke", "--num-workers", "1", "--out", str(out),
+                           *extra], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.read_text()
-    assert text.startswith("CPU ") and f"torch {torch.__version__}" in text
+    assert f"torch {torch.__version__}" in text
     for row in ("model: plain CE, NCHW", "model: plain CE, channels_last", "model: SSOT step, channels_last",
                 "model: old SSOT step", "input pipeline: decoded cache + device augmentation",
                 "input pipeline: JPEG loader, 1 persistent workers", "decoded-image cache: `python -m ssot.data prepare`; opening it",
                 "1 trial(s) per GPU (gpus-per-trial 1), no MPS", "2 trial(s) per GPU (gpus-per-trial 0.5), no MPS",
-                "trials with MPS | not measured: MPS needs CUDA", "one A2W epoch (1 iterations + evaluation)"):
+                "one A2W epoch (1 iterations + evaluation)"):
         assert row in text, row
+    return text
+
+
+def test_the_cpu_smoke_run_goes_through_every_section_and_writes_its_table(tmp_path):
+    out = tmp_path / "smoke.md"
+    text = _smoke("cpu", out, "--compile")  # --compile is ignored on a CPU: the command runs
+    assert text.startswith("CPU ") and "trials with MPS | not measured: MPS needs CUDA" in text and "compiled" not in text
     assert _load().main(["--device", "cpu", "--smoke", "--out", str(out)]) == 2 and out.read_text() == text  # never overwritten
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CPU smoke run above is the CPU's variant)")
+def test_the_cuda_smoke_run_goes_through_every_section_with_compile_and_mps(tmp_path):
+    """The GPU variant: every section's CUDA path at tiny sizes (bf16, channels_last, pinned copies,
+    processes sharing the GPU, MPS started for the run or said why not, torch.compile)."""
+    text = _smoke("cuda", tmp_path / "smoke.md", "--compile")
+    assert text.startswith(f"GPU {torch.cuda.get_device_name(0)}")
+    assert "model: SSOT step, channels_last compiled" in text and "model: plain CE, channels_last compiled" in text
+    assert "2 trial(s) per GPU (gpus-per-trial 0.5), MPS" in text or "| trials with MPS | not measured: " in text
 
 
 def test_table_gives_each_ratio_and_goal():

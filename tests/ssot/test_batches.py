@@ -18,7 +18,7 @@ from ssot.solvers import SampleIds
 
 
 def _config(workers: int = 0, batch_size: int = 8, backbone: str = "resnet50") -> SimpleNamespace:
-    return SimpleNamespace(batch_size=batch_size, eval_batch_size=16, backbone=backbone, num_workers=workers)
+    return SimpleNamespace(batch_size=batch_size, eval_batch_size=16, backbone=backbone, num_workers=workers, channels_last=True)
 
 
 def _indices(batches, n: int) -> list[list[int]]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,7 +71,7 @@ def test_the_field_groups_are_the_ones_the_code_used_to_list():
     assert set(TASK_FIELDS) == {"task", "data_root", "features_path", "image_size", "resize_size", "source_dir", "target_dir",
                                 "image_cache", "transform"}
     assert set(PATH_FIELDS) == {"data_root", "features_path", "pretrained_path", "source_dir", "target_dir", "image_cache"}
-    assert set(RUNTIME_FIELDS) == {"device", "num_workers", "data_root", "eval_batch_size", "compile"}
+    assert set(RUNTIME_FIELDS) == {"device", "num_workers", "data_root", "eval_batch_size", "compile", "channels_last"}
     with pytest.raises(ValueError, match="The 'group' parameter must be one of searched, pretraining"):
         fields_in("other")
 
@@ -128,6 +129,21 @@ def test_the_image_fields_are_checked_where_they_enter():
     with pytest.raises(ConfigError, match="The 'transform' parameter must be one of 'default', 'paper'. Got 'center' instead."):
         SSOTConfig.for_task("A2W", transform="center")
     for task, extra in (("digits", {}), ("P2H", {}), ("A2W", {"backbone": "features", "features_path": "x.pt"})):
-        with pytest.raises(ConfigError, match="'image_cache' parameter is set, but task") as info:
+        with pytest.raises(ConfigError, match="'image_cache' parameter is set to a cache, but task") as info:
             SSOTConfig.for_task(task, image_cache="a2w.ssotimg", **extra)
-        assert "\n" not in str(info.value)
+        assert "\n" not in str(info.value) and "Use --image-cache auto (or off)" in str(info.value)
+        assert SSOTConfig.for_task(task, **extra).image_cache == "auto"  # auto: nothing to do for a task without images
+        assert SSOTConfig.for_task(task, image_cache="off", **extra).image_cache == "off"
+
+
+def test_image_cache_is_auto_off_or_a_path_and_null_is_off():
+    """Issue 37: image tasks train on the decoded-image cache by default; configs written before
+    (``image_cache: null``) read the image files, and still do."""
+    a2w = SSOTConfig.for_task("A2W")
+    assert (a2w.image_cache, a2w.image_cache_path) == ("auto", None)
+    assert SSOTConfig.from_dict({**a2w.to_dict(), "image_cache": None}).image_cache == "off"
+    assert SSOTConfig.for_task("A2W", image_cache="/c/a2w.ssotimg").image_cache_path == "/c/a2w.ssotimg"
+    for bad in ("", 3, ["x"]):
+        with pytest.raises(ConfigError, match=re.escape(f"The 'image_cache' parameter must be 'auto', 'off' or the path of a "
+                                                        f"decoded-image cache. Got {bad!r} instead.")):
+            SSOTConfig.for_task("A2W", image_cache=bad)

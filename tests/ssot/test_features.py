@@ -42,10 +42,13 @@ def test_cache_holds_the_frozen_backbones_eval_features_and_its_provenance(a2w_c
     blob = read_feature_cache(out)
     assert blob["format"] == 2 and blob["task"] == "A2W" and blob["backbone"] == "resnet50" and blob["encoder"] == "untrained"
     assert blob["transform"]["image_size"] == 32 and blob["transform"]["views"] == 2
-    assert "CenterCrop" in blob["transform"]["eval"] and "RandomResizedCrop" in blob["transform"]["train"]
+    # an image task encodes its decoded-image cache by default (prepared on first use under the data root)
+    assert "A2W-36.ssotimg" in blob["transform"]["eval"] and (root / "decoded" / "A2W-36.ssotimg").is_file()
+    assert "centre crop 32" in blob["transform"]["eval"] and "random resized crop + flip" in blob["transform"]["train"]
     assert blob["source"]["features"].shape == (31, 2048) and blob["target"]["features"].shape == (10, 2048)
     assert blob["source_views"].shape == (2, 31, 2048) and blob["target_views"].shape == (2, 10, 2048)
-    # reference: the same seeded backbone run by hand, in float64, on the eval transform
+    # reference: the same seeded backbone run by hand, in float64, on the JPEG path's eval transform (for
+    # these square images the cache's square resize and the JPEG path's resize of the shorter side agree)
     cfg = SSOTConfig.for_task("A2W", pretrained=False, image_size=32, resize_size=36, data_root=str(root))
     torch.manual_seed(cfg.seed)
     net, _ = build_backbone(cfg)

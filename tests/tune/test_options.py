@@ -56,3 +56,12 @@ def test_only_the_ray_versions_pyproject_allows_are_accepted():
     for version in ("2.9.0", "2.59.1", "2.61.0", "3.0.0"):
         with pytest.raises(SSOTError, match=rf"^Ray {version} is installed, but .*pip install 'ray\[tune\]"):
             check_ray_version(version)
+
+
+def test_image_cache_auto_and_off_are_not_made_paths_but_a_cache_path_is():
+    from pathlib import Path
+
+    assert base_config(SearchOptions(task="A2W", base={"data_root": "/d"})).image_cache == "auto"
+    assert base_config(SearchOptions(task="A2W", base={"data_root": "/d", "image_cache": "off"})).image_cache == "off"
+    assert base_config(SearchOptions(task="A2W", base={"data_root": "/d", "image_cache": "c.ssotimg"})).image_cache == \
+        str(Path("c.ssotimg").resolve())
