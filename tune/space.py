@@ -1,4 +1,4 @@
-"""The search space: the ranges of the search (below), as plain specs, Optuna distributions or a Ray grid.
+"""The search space: the ranges of the search (below), as plain specs, Optuna distributions or a grid's cells.
 
 A space is a dict ``{config_field: spec}``; a spec is one of::
 
@@ -82,7 +82,7 @@ def fixed_values(space: Space) -> dict[str, Any]:
 
 
 def optuna_space(space: Space) -> dict[str, Any]:
-    """The sampled part of ``space`` as Optuna distributions (for Ray's ``OptunaSearch``)."""
+    """The sampled part of ``space`` as Optuna distributions (the search's study, :mod:`tune.record`)."""
     import optuna.distributions as od
 
     out: dict[str, Any] = {}
@@ -96,19 +96,19 @@ def optuna_space(space: Space) -> dict[str, Any]:
     return out
 
 
-def ray_grid_space(space: Space) -> dict[str, Any]:
-    """The grid part of ``space`` as Ray ``grid_search`` entries (fixed values pass through)."""
-    from ray import tune
+def grid_distributions(space: Space) -> dict[str, Any]:
+    """The grid fields of ``space`` as Optuna distributions (a choice among the grid's values)."""
+    import optuna.distributions as od
 
-    out: dict[str, Any] = {}
-    for name, spec in space.items():
-        if spec["type"] == "grid":
-            out[name] = tune.grid_search(list(spec["values"]))
-        elif spec["type"] == "fixed":
-            out[name] = spec["value"]
-        else:
-            raise ConfigError(f"'{name}' is sampled ({spec['type']}); --search grid needs grid or fixed specs only.")
-    return out
+    return {name: od.CategoricalDistribution(list(spec["values"])) for name, spec in space.items() if spec["type"] == "grid"}
+
+
+def grid_points(space: Space) -> list[dict[str, Any]]:
+    """Every cell of the grid of ``space`` (the grid fields' values; the first field varies slowest)."""
+    import itertools
+
+    names = [name for name, spec in space.items() if spec["type"] == "grid"]
+    return [dict(zip(names, cell)) for cell in itertools.product(*(space[name]["values"] for name in names))]
 
 
 def default_point(space: Space, base: SSOTConfig) -> dict[str, Any]:

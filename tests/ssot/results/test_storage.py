@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.fixtures import REPO
+from tests.fixtures.study import check_study_agrees
 
 moto_server = pytest.importorskip("moto.server")  # moto[server], the test extra
 from tests.fixtures.ray_cluster import free_port  # noqa: E402
@@ -73,31 +74,38 @@ def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashbo
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and search.poll() is None:
-            if any("/checkpoint_" in k for k in _keys(s3, "runs/s3exp/digits")):
+            if any("/epoch-" in k for k in _keys(s3, "runs/s3exp/digits/trials")):
                 break
             time.sleep(0.5)
-        search.send_signal(signal.SIGINT)  # Ctrl-C after the first checkpoint: Ray saves its state to S3
+        search.send_signal(signal.SIGINT)  # Ctrl-C after a trial's first state: Ray stops the trials
         out, _ = search.communicate(timeout=120)
     finally:
         if search.poll() is None:
             search.kill()
     assert search.returncode == 130, out[-3000:]
+    assert "interrupted: rerun with --resume to continue" in out
     assert json.loads(_read(s3, "runs/s3exp/digits/experiment.json"))["status"] == "running"
+    stopped = pd.read_csv(pd.io.common.StringIO(_read(s3, "runs/s3exp/digits/trials.csv")), dtype={"trial_id": str})
+    assert set(stopped["status"]) == {"running"}  # the interrupted trial, shown as running: --resume continues it
     resumed = subprocess.run([*SEARCH, *args, "--resume"], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "1 config(s) cut off by the stop of the last driver continue from their last state" in resumed.stdout
 
     keys = _keys(s3, "runs/s3exp")
     names = {k.rsplit("/", 1)[-1] for k in keys}
-    assert {"experiment.json", "trials.csv", "best_config.json"} <= names
-    assert any(n.startswith("experiment_state") for n in names) and any(n.startswith("searcher-state") for n in names)
+    assert {"experiment.json", "trials.csv", "best_config.json", "study.journal"} <= names  # the study: the search's record
     assert [k for k in keys if "/_pretrained/pretrained-" in k]  # the shared source-only model
-    assert not [k for k in keys if "/checkpoint_" in k]  # dropped when each trial ended
-    assert any(k.endswith("/runs/s3exp/digits/.ssot-state/last-good.json") for k in keys)  # the last good copy of Ray's state (tune.state)
-    assert len([k for k in keys if k.endswith("/history.json")]) == 2  # each trial's history, kept once it ended
-    frame = pd.read_csv(pd.io.common.StringIO(_read(s3, "runs/s3exp/digits/trials.csv")))
+    assert not [k for k in keys if k.endswith(".pt") and "/trials/" in k]  # each trial's states dropped when it ended
+    assert len([k for k in keys if k.endswith("/history.json")]) == 2  # each trial's history
+    frame = pd.read_csv(pd.io.common.StringIO(_read(s3, "runs/s3exp/digits/trials.csv")), dtype={"trial_id": str})
     assert frame["trial_id"].nunique() == 2 and (frame["status"] == "completed").all()
-    for _, rows in frame.groupby("trial_id"):  # the interrupted trial continued from its checkpoint
+    for _, rows in frame.groupby("trial_id"):  # the interrupted trial continued from its state, each epoch once
         assert list(rows["epoch"]) == [1, 2, 3]
+    from tune.record import read_study
+
+    study = read_study(f"{uri}/s3exp/digits", json.loads(_read(s3, "runs/s3exp/digits/experiment.json")))
+    check_study_agrees(study, frame)  # the record in the bucket agrees with trials.csv
+    assert [t.state.name for t in study.trials] == ["FAIL", "COMPLETE", "COMPLETE"]  # the attempt Ctrl-C stopped, then both
     best = json.loads(_read(s3, "runs/s3exp/digits/best_config.json"))
 
     assert export.main([uri, "--out", str(tmp_path / "configs")]) == 0
