@@ -60,6 +60,7 @@ from ssot.errors import ConfigError, SSOTError
 from ssot.results import storage
 from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
 from ssot.results.metrics import EPOCH_VALIDATORS, worst_value
+from ssot.results.outputs import check_output
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, RUNNING, asha_continues
 from tune import members as member_results
 from tune.members import finite
@@ -100,7 +101,7 @@ def optuna_storage(url: str) -> Any:
             raise ConfigError(f"The '--optuna-storage' parameter must name a sqlite file, sqlite:///PATH. Got {url!r} instead. {hint}.")
         if Path(path).is_dir():
             raise ConfigError(f"--optuna-storage {url}: {path} is a folder, not a database file. {hint}.")
-        storage.check_output(path, "--optuna-storage", folder=False, exists_ok=True)  # a study continues in its database
+        check_output(path, "--optuna-storage", folder=False, exists_ok=True)  # a study continues in its database
     try:
         return optuna.storages.RDBStorage(url)
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy and drivers raise many kinds

@@ -67,6 +67,7 @@ def test_mlflow_holds_every_trial_its_parameters_epochs_and_status(tracked):
 
 
 def test_tensorboard_event_files_hold_every_epoch(tracked):
+    assert tracked.code == 0 and len(tracked.trials) == 2
     for trial in tracked.trials:
         epochs = _epochs(tracked.rows, trial)
         (events,) = (tracked.folder / "ray").glob(f"{trial}_*/events.out.tfevents.*")  # Ray's folder of the trial
@@ -77,6 +78,7 @@ def test_tensorboard_event_files_hold_every_epoch(tracked):
 
 
 def test_wandb_offline_runs_hold_every_trial(tracked):
+    assert tracked.code == 0 and len(tracked.trials) == 2
     runs = {run["config"]["_unit"]: run for run in map(wandb_run, tracked.wandb.glob("offline-run-*/run-*.wandb"))}
     assert sorted(runs) == tracked.trials  # one run per Ray trial, whose config names its trial in trials.csv
     for trial, run in runs.items():
