@@ -42,7 +42,7 @@ def test_the_checks_count_what_a_kill_could_have_left_wrong(finished):
     frame = pd.read_csv(exp / "trials.csv", dtype={"trial_id": str})
     first = frame["trial_id"].iloc[0]
     wrong = pd.concat([frame[frame["epoch"] != 1], frame.iloc[[-1]]])  # an epoch lost, another repeated
-    wrong.loc[wrong.index[0], "target_acc"] = 0.123  # a value the study and Ray's state do not hold
+    wrong.loc[wrong.index[0], "target_acc"] = 0.123  # a value the study and the trial's history do not hold
     wrong.to_csv(exp / "trials.csv", index=False)
     import optuna
 
@@ -50,7 +50,7 @@ def test_the_checks_count_what_a_kill_could_have_left_wrong(finished):
     study.ask()  # a trial a killed driver left RUNNING
     found = soak.check(exp, url, reference=False)
     assert found["lost_epochs"] == 3 and found["duplicated_epochs"] == 1 and found["running_in_study"] == 1
-    assert first in found["disagreeing"] and any("Ray state" in why for why in found["disagreeing"][first])
+    assert first in found["disagreeing"] and any("trial files" in why for why in found["disagreeing"][first])
     assert any(k.startswith("#") for k in found["disagreeing"])
 
 
@@ -67,18 +67,17 @@ def test_bad_input_is_one_line_before_any_work(tmp_path):
 
 @pytest.mark.slow
 def test_a_reduced_soak_kills_the_search_twice_and_finds_nothing_wrong(tmp_path):
-    """2 kills (while Ray's state is saved, then in the final outputs) of a search of 3 configs x 2
+    """2 kills (while the study is written, then in the final outputs) of a search of 3 configs x 2
     epochs, each resumed: no epoch lost or repeated, each trial's values those of an uninterrupted
-    run, trials.csv, best_config.json, the Optuna study and Ray's state agree, nothing left RUNNING.
-    (Seed 1 kills at the first save of Ray's state. Each driver starts its own Ray: about 20 s
-    here, so the soak cannot be much shorter.)"""
+    run, trials.csv, best_config.json, the Optuna study and the trials' files agree, nothing left
+    RUNNING. (Each driver starts its own Ray: about 20 s here, so the soak cannot be much shorter.)"""
     out = tmp_path / "soak"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--task", "digits", "--kills", "2", "--phases", "state-save,final",
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--task", "digits", "--kills", "2", "--phases", "record,final",
                            "--num-samples", "3", "--epochs", "2", "--iters-per-epoch", "5", "--seed", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0, line + proc.stderr[-3000:]
-    for part in ("2 of 2 kills (state-save 1, final 1)", "lost epochs 0, duplicated epochs 0, lost configs 0",
+    for part in ("2 of 2 kills (record 1, final 1)", "lost epochs 0, duplicated epochs 0, lost configs 0",
                  "epochs unlike an uninterrupted run 0 of", "disagreeing trials 0", "left RUNNING in the study 0", "processes left 0"):
         assert part in line, line
     report = json.loads((out / "soak.json").read_text())
