@@ -382,16 +382,16 @@ class Record:
             member = trial.user_attrs.get(MEMBER_ATTR)
             if member not in self.handles or self.handles[member].number != trial.number:  # its driver is gone
                 self.study.tell(trial.number, state=TrialState.FAIL)
-        cut = []
+        cut, errored = [], []
         for member, trial in self.latest().items():
             if trial.state == TrialState.FAIL:
+                (errored if trial.user_attrs.get(STATUS_ATTR) == ERRORED else cut).append(member)
                 attrs = {**trial.user_attrs, ATTEMPT_ATTR: int(trial.user_attrs.get(ATTEMPT_ATTR, 1)) + 1, STATUS_ATTR: RUNNING}
                 attrs.pop(REASON_ATTR, None)
                 self.study.add_trial(optuna.trial.create_trial(state=TrialState.WAITING, params=trial.params,
                                                                distributions=trial.distributions, user_attrs=attrs,
                                                                intermediate_values=dict(trial.intermediate_values)))
                 self.handles[member] = self.study.ask(self.space)
-                cut.append(member)
         latest, continued = self.latest(), 0
         for unit, names in self.units().items():
             asked = [m for m in names if m in self.handles]
@@ -410,9 +410,9 @@ class Record:
                 self.pending.append(Unit(unit, {m: dict(latest[m].params) for m in names}))
                 continued += 1
         self.drop_ended()
-        if cut:
-            lines.append(f"{len(cut)} config(s) cut off by the stop of the last driver continue from their last state "
-                         f"({continued} trial(s))")
+        if cut or errored:
+            why = [f"{len(cut)} config(s) cut off by the stop of the last driver"] * bool(cut) + [f"{len(errored)} errored"] * bool(errored)
+            lines.append(f"{' and '.join(why)} continue from their last state ({continued} trial(s))")
         self.push()
         return lines
 
