@@ -162,11 +162,23 @@ def open_study(path: str, name: str, url: str | None, direction: str, metric: st
         backend = JournalStorage(JournalFileBackend(str(copy.local)))
     else:
         Path(path).mkdir(parents=True, exist_ok=True)
-        backend = JournalStorage(JournalFileBackend(str(Path(path) / STUDY_FILE)))
+        backend = JournalStorage(JournalFileBackend(str(mend(Path(path) / STUDY_FILE))))
     study = quietly(optuna.create_study, storage=backend, study_name=name, load_if_exists=True,
                     direction="maximize" if direction == "max" else "minimize")
     quietly(study.set_metric_names, [metric])
     return study, backend, copy
+
+
+def mend(journal: Path) -> Path:
+    """The journal file, its last line removed when it was cut short (a full disk during an append;
+    Optuna skips such a line when it reads, but the next append would glue a line to it)."""
+    if journal.is_file() and journal.stat().st_size:
+        with journal.open("rb+") as f:
+            f.seek(-1, 2)
+            if f.read(1) != b"\n":
+                f.seek(0)
+                f.truncate(f.read().rfind(b"\n") + 1)
+    return journal
 
 
 def read_study(path: str, info: dict[str, Any], url: str | None = None) -> optuna.Study:

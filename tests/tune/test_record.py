@@ -314,3 +314,19 @@ def test_optuna_dashboard_shows_the_study_and_every_trial_with_its_value(finishe
     assert text.count("Complete Note Value") + text.count("Complete Best Trial Note Value") == 3
     assert {round(k, 10): v for k, v in shown.items()} == {round(r.lambda_ot, 10): pytest.approx(r.target_acc)
                                                            for r in last.itertuples()}
+
+
+def test_a_journal_whose_last_append_was_cut_short_is_mended_and_read(tmp_path):
+    """A full disk during an append leaves a last line cut short: the next driver drops it (Optuna
+    would glue its next line to it, and the journal could not be read any more)."""
+    path = tmp_path / "exp" / "digits"
+    first = open_search(path, early_stop=False, num_samples=2)
+    unit = first.next()
+    epoch(first, unit.id, {unit.id: entry(1, 0.5)})
+    journal = path / "study.journal"
+    whole = journal.read_bytes()
+    journal.write_bytes(whole + b'{"op_code": 7, "worker_id": "x", "trial_id": 0, "step": 2, "interm')  # cut short
+    second = open_search(path, resume=True, early_stop=False, num_samples=2)
+    assert journal.read_bytes().startswith(whole) and second.latest()[unit.id].intermediate_values == {1: 0.5}
+    optuna.load_study(study_name=second.study.study_name, storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(journal))))  # readable after the second driver's appends
