@@ -394,7 +394,8 @@ class Record:
             member = trial.user_attrs.get(MEMBER_ATTR)
             if member not in self.handles or self.handles[member].number != trial.number:  # its driver is gone
                 self.study.tell(trial.number, state=TrialState.FAIL)
-        cut, errored = [], []
+        cut: list[str] = []
+        errored: list[str] = []
         for member, trial in self.latest().items():
             if trial.state == TrialState.FAIL:
                 (errored if trial.user_attrs.get(STATUS_ATTR) == ERRORED else cut).append(member)
