@@ -135,7 +135,7 @@ def quiet_ray(verbose: int) -> None:
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     if verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
         os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
-        # a failing storage: the one line of the search (and of LiveOutputs), not Ray's traceback every 5 s
+        # a failing storage: the one line of the search (and of its live files), not Ray's traceback every 5 s
         for name in ("ray.train._internal.syncer", "ray.tune.execution.experiment_state"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
 

@@ -45,8 +45,8 @@ from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING
 
 #: ``experiment.json``'s ``trial_format`` of a search whose trials have this module's shape and whose
-#: record is :mod:`tune.record`; searches started by earlier versions (2: Ray's saved state; none: one
-#: trainable per kind of trial) are not resumed.
+#: record is :mod:`tune.record`; searches started by earlier versions (2: their record was Ray's
+#: saved state; none: one trainable per kind of trial) are not resumed.
 TRIAL_FORMAT = 3
 #: The key of a trial's params (its members' searched values) and of its results (their entries).
 MEMBERS_KEY = "members"
