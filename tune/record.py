@@ -202,6 +202,15 @@ def quietly(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         optuna.logging.set_verbosity(verbosity)
 
 
+def identified(trial: Any) -> bool:
+    """Whether an Optuna trial is a config of the search: its identity is written whole. A config
+    asked from the sampler gets its user attributes one append at a time, its place
+    (:data:`CONFIG_ATTR`) last; a driver killed between them leaves a trial without it, which
+    :meth:`Record.repair` fails and whose place is asked again. (A config asked first, or again,
+    gets them all at once.)"""
+    return CONFIG_ATTR in trial.user_attrs and MEMBER_ATTR in trial.user_attrs
+
+
 # ---------------------------------------------------------------------------- a unit's files
 @dataclass
 class Saved:
@@ -320,19 +329,19 @@ class Record:
         self.errors: dict[str, str] = {}  # unit -> the error it ended with in this driver
         self.retries: dict[str, int] = {}
         self.warned = False
-        configs = [int(t.user_attrs.get(CONFIG_ATTR, -1)) for t in self.study.get_trials(deepcopy=False)]
+        configs = [int(t.user_attrs[CONFIG_ATTR]) for t in self.study.get_trials(deepcopy=False) if identified(t)]
         self.next_config = max(configs, default=-1) + 1
         units = [u for t in self.study.get_trials(deepcopy=False) if (u := str(t.user_attrs.get(UNIT_ATTR, ""))).startswith("p")]
         self.next_unit = max((int(u[1:]) for u in units), default=-1) + 1
 
     # ------------------------------------------------------------------ what is recorded
     def latest(self) -> dict[str, Any]:
-        """Each member's latest attempt (a frozen Optuna trial), by member id."""
+        """Each member's latest attempt (a frozen Optuna trial), by member id: of the trials whose
+        identity is whole (:func:`identified`)."""
         out: dict[str, Any] = {}
         for trial in self.study.get_trials(deepcopy=False):
-            member = trial.user_attrs.get(MEMBER_ATTR)
-            if member is not None and (member not in out or trial.number > out[member].number):
-                out[member] = trial
+            if identified(trial) and (trial.user_attrs[MEMBER_ATTR] not in out or trial.number > out[trial.user_attrs[MEMBER_ATTR]].number):
+                out[trial.user_attrs[MEMBER_ATTR]] = trial
         return out
 
     def units(self) -> dict[str, list[str]]:
@@ -387,11 +396,11 @@ class Record:
         lines = []
         for _ in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):  # a config queued, never asked
             handle = self.study.ask(self.space)
-            member = self.study.get_trials(deepcopy=False)[handle.number].user_attrs.get(MEMBER_ATTR)
-            if member is not None:
-                self.handles[member] = handle
+            queued = self.study.get_trials(deepcopy=False)[handle.number]
+            if identified(queued):
+                self.handles[queued.user_attrs[MEMBER_ATTR]] = handle
         for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            member = trial.user_attrs.get(MEMBER_ATTR)
+            member = trial.user_attrs.get(MEMBER_ATTR) if identified(trial) else None
             if member not in self.handles or self.handles[member].number != trial.number:  # its driver is gone
                 self.study.tell(trial.number, state=TrialState.FAIL)
         cut: list[str] = []
@@ -451,7 +460,7 @@ class Record:
         unit = Unit(first)
         self.next_unit += self.size > 1
         for member in names:
-            attrs = {MEMBER_ATTR: member, UNIT_ATTR: unit.id, CONFIG_ATTR: self.next_config, ATTEMPT_ATTR: 1}
+            attrs = {MEMBER_ATTR: member, UNIT_ATTR: unit.id, ATTEMPT_ATTR: 1, CONFIG_ATTR: self.next_config}
             handle = self._ask(self.next_config, attrs)
             unit.members[member] = dict(handle.params)
             self.handles[member] = handle
@@ -466,7 +475,7 @@ class Record:
             return self.study.ask(self.space)
         study = optuna.load_study(study_name=self.study.study_name, storage=self.backend, sampler=quietly(self.sampler, index))
         handle = quietly(study.ask, self.space)
-        for key, value in attrs.items():  # a driver killed before these leaves a trial of no member: failed by repair()
+        for key, value in attrs.items():  # the config's place last: a trial without it is no config's (identified())
             handle.set_user_attr(key, value)
         return handle
 
@@ -610,11 +619,11 @@ def disagreements(study_trials: list[Any], frame: Any, metric: str) -> dict[str,
     found: dict[str, str] = {}
     latest: dict[Any, Any] = {}
     for trial in study_trials:
-        member = trial.user_attrs.get(MEMBER_ATTR)
+        member = trial.user_attrs.get(MEMBER_ATTR) if identified(trial) else None
         if trial.state in (TrialState.RUNNING, TrialState.WAITING):
             found[f"#{trial.number}"] = f"left {trial.state.name} in the study"
         elif member is None and trial.state != TrialState.FAIL:
-            found[f"#{trial.number}"] = f"{trial.state.name} without a member id"
+            found[f"#{trial.number}"] = f"{trial.state.name} without a config's identity"
         if member is not None:
             if member in latest and latest[member].state != TrialState.FAIL:
                 found[member] = f"attempt #{latest[member].number} ended {latest[member].state.name} but was asked again"

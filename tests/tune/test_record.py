@@ -330,3 +330,19 @@ def test_a_journal_whose_last_append_was_cut_short_is_mended_and_read(tmp_path):
     assert journal.read_bytes().startswith(whole) and second.latest()[unit.id].intermediate_values == {1: 0.5}
     optuna.load_study(study_name=second.study.study_name, storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(journal))))  # readable after the second driver's appends
+
+
+def test_a_config_whose_identity_a_kill_cut_short_is_failed_and_its_place_asked_again(tmp_path):
+    """A sampled config gets its user attributes one append at a time: a driver killed after its
+    member id but before its place leaves a trial that is no config's. The next driver fails it and
+    asks that place again, once (before, it ran the config twice: as the member's retry, and anew)."""
+    path = tmp_path / "exp" / "digits"
+    first = open_search(path, early_stop=False, num_samples=2)
+    first.next()  # t0000, the default config (asked with its attributes at once)
+    torn = first.study.ask(first.space)
+    torn.set_user_attr("member_id", "t0001")  # the kill: no unit, attempt, place
+    second = open_search(path, resume=True, early_stop=False, num_samples=2)
+    assert [u.id for u in (second.next(), second.next())] == ["t0000", "t0001"] and second.next() is None
+    states = {t.number: t.state for t in second.study.get_trials()}
+    assert states[torn.number] == State.FAIL and list(second.latest()) == ["t0000", "t0001"]
+    assert second.latest()["t0001"].number > torn.number
