@@ -34,8 +34,8 @@ def _reported_epochs(exp: Path, unit: str) -> list[int]:
 @pytest.mark.slow
 def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp_path):
     """Trials run only on the second node (custom resource ``worker_node``); that node is killed
-    once a trial has reported two epochs; a new node joins; the search finishes, trials.csv holds
-    every epoch of each trial once, a trial with a checkpoint resumed from it (not from scratch),
+    once a trial has written its state of epoch 2; a new node joins; the search finishes, trials.csv
+    holds every epoch of each trial once, a trial with a state continued from it (not from scratch),
     and the summary counts the restarts."""
     with ray_cluster(num_cpus=1, resources={"head_node": 1}, **FAST_HEALTH_CHECKS) as cluster:
         node = cluster.add_node(num_cpus=2, resources={"worker_node": 2})
@@ -48,16 +48,13 @@ def test_trials_on_a_lost_node_restart_from_their_checkpoint_on_another_node(tmp
         try:
             exp = tmp_path / "lost" / "digits"
             deadline = time.monotonic() + 180
-            # Kill the node once a trial has reported its second epoch: its first checkpoint is then
-            # registered by the driver (Ray runs a trial's next epoch only after it processed the save
-            # of the last one). Its checkpoint folders appear on the storage at once; result.json is
-            # synced every few seconds only. Ray reports at least once: an epoch whose result was
-            # logged but whose checkpoint was not yet registered is run again after the loss.
+            # Kill the node once a trial has written its state of epoch 2 (before it reports the epoch):
+            # Ray restarts the trial with nothing of its own, and the trial continues from that state.
             while time.monotonic() < deadline and search.poll() is None:
-                if any(exp.glob("trial_*/checkpoint_000001")):
+                if any(exp.glob("trials/*/epoch-2.pt")):
                     break
                 time.sleep(0.05)
-            ahead = sorted(d.parent.name for d in exp.glob("trial_*/checkpoint_000001"))
+            ahead = sorted(d.parent.name for d in exp.glob("trials/*/epoch-2.pt"))
             assert ahead and not (exp / "trials.csv").exists(), (ahead, sorted(p.name for p in exp.iterdir()))
             cluster.kill_node(node)  # the machine is lost, with both trials' workers on it
             cluster.add_node(num_cpus=2, resources={"worker_node": 2})

@@ -309,9 +309,9 @@ def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     trials = tmp_path / "ssot-digits" / "digits"
     deadline = time.monotonic() + 240
-    while not list(trials.glob("trial_*")) and time.monotonic() < deadline and driver.poll() is None:
+    while not list(trials.glob("ray/t*_*")) and time.monotonic() < deadline and driver.poll() is None:
         time.sleep(0.5)
-    assert list(trials.glob("trial_*")), "no trial started"
+    assert list(trials.glob("ray/t*_*")), "no trial started"  # Ray's folder of a trial
     time.sleep(3)  # the trials' workers and Ray's agents are up
     ray = [p for p in descendants(driver.pid) if "tune.reaper" not in " ".join(p.cmdline())]  # pid and start time each
     assert len(ray) >= 3  # GCS, raylet, agents, workers
