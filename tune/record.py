@@ -12,7 +12,7 @@ A search keeps, in its experiment folder ``<storage-path>/<name>/<task>/``:
     (completed; diverged, with the metric's worst value), ``PRUNED`` (early-stopped: at a rung of
     its population, or by ASHA across trials, :func:`ssot.results.trials.asha_continues`), ``FAIL``
     (errored, or cut off), with :data:`STATUS_ATTR` (its status in ``trials.csv``) and its final
-    metrics;
+    metrics (:data:`FINAL_ATTR`);
 ``trials/<unit>/``
     each unit's files (:class:`UnitFiles`, written by the trainable, :mod:`tune.trial`):
     ``history.json``, its reports so far, ``epoch-<e>.pt``, the state of its members after epoch
@@ -73,9 +73,10 @@ HISTORY_FILE, END_FILE = "history.json", "end.json"
 STATE_FILE = re.compile(r"epoch-(\d+)\.pt")
 #: User attributes of every Optuna trial of a search (module docstring).
 MEMBER_ATTR, UNIT_ATTR, CONFIG_ATTR, ATTEMPT_ATTR = "member_id", "unit", "config", "attempt"
-#: User attributes of an ended trial: its status in trials.csv, why (an error's last line), its final metrics.
-STATUS_ATTR, REASON_ATTR = "status", "reason"
-FINAL_ATTRS: tuple[str, ...] = ("target_acc", *EPOCH_VALIDATORS)
+#: User attributes of an ended trial: its status in trials.csv, why (an error's last line), its final
+#: metrics (one attribute, a dict of :data:`FINAL_METRICS`: one append to the study, not one each).
+STATUS_ATTR, REASON_ATTR, FINAL_ATTR = "status", "reason", "final"
+FINAL_METRICS: tuple[str, ...] = ("target_acc", *EPOCH_VALIDATORS)
 #: Database URLs an Optuna study can be stored at (SQLAlchemy's form ``dialect[+driver]://...``).
 STORAGE_URL = re.compile(r"^(sqlite|postgresql|mysql)(\+\w+)?://")
 #: The reason a trial of a driver that stopped (Ctrl-C, an error of the search) is failed with.
@@ -422,10 +423,10 @@ class Record:
             files = UnitFiles(self.path, unit)
             reached = max([files.reached(), *(max(latest[m].intermediate_values, default=0) for m in asked)])
             self.histories[unit] = upto(files.history(), reached)
-            entries = member_results.history(self.histories[unit])
+            entries, known = member_results.history(self.histories[unit]), self._values(asked)
             for member in asked:
                 for entry in entries.get(member, []):
-                    self._record_epoch(member, entry)
+                    self._record_epoch(member, entry, known[member])
                 self._settle(member, entries.get(member, []))
             alive = [m for m in asked if m in self.handles]
             if alive:
@@ -485,21 +486,21 @@ class Record:
         returns whether ASHA stops the unit (a config per trial, at a rung). A report after a gap
         (Ray restarted the trial from a state whose report was lost with a node) first records
         the missing epochs from the unit's history."""
-        entries = member_results.entries(result)
+        entries = {m: e for m, e in member_results.entries(result).items() if m in self.handles}  # not an attempt that ended
         if not entries:
             return False
-        gap = any(set(range(1, e["epoch"])) - set(self._frozen(m).intermediate_values) for m, e in entries.items() if m in self.handles)
+        known = self._values(entries)
+        gap = any(set(range(1, e["epoch"])) - set(known[m]) for m, e in entries.items())
         if gap:
             self.histories[unit] = UnitFiles(self.path, unit).history()  # written by the trial before this report
         else:
             self.history(unit).append({member_results.MEMBERS_KEY: entries})
-        stop = False
+        by_member, stop = member_results.history(self.history(unit)), False
         for member, entry in entries.items():
-            if member in self.handles:  # not an attempt that ended already
-                mine = [e for e in member_results.history(self.history(unit)).get(member, []) if e["epoch"] <= entry["epoch"]]
-                for earlier in mine if gap else mine[-1:]:
-                    self._record_epoch(member, earlier)
-                stop |= self._settle(member, mine)
+            mine = [e for e in by_member.get(member, []) if e["epoch"] <= entry["epoch"]]
+            for earlier in mine if gap else mine[-1:]:
+                self._record_epoch(member, earlier, known[member])
+            stop |= self._settle(member, mine)
         self.push()
         return stop
 
@@ -523,11 +524,13 @@ class Record:
             self._fail(member, RUNNING, INTERRUPTED)
         self.push()
 
-    def _record_epoch(self, member: str, entry: dict[str, Any]) -> None:
-        """The member's value at the entry's epoch, once (a non-finite value as the metric's worst)."""
-        if entry["epoch"] not in self._frozen(member).intermediate_values:
+    def _record_epoch(self, member: str, entry: dict[str, Any], known: dict[int, float]) -> None:
+        """The member's value at the entry's epoch, once (``known``: its values recorded so far; a
+        non-finite value as the metric's worst)."""
+        if entry["epoch"] not in known:
             value = finite(entry.get(self.metric))
-            self.handles[member].report(worst_value(self.metric) if value is None else value, entry["epoch"])
+            known[entry["epoch"]] = worst_value(self.metric) if value is None else value
+            self.handles[member].report(known[entry["epoch"]], entry["epoch"])
 
     def _settle(self, member: str, entries: list[dict[str, Any]]) -> bool:
         """Tell the member's end when its last entry says it ended (diverged, stopped at its
@@ -548,15 +551,15 @@ class Record:
             return False
         trials = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
         values = [t.intermediate_values[epoch] for t in trials if epoch in t.intermediate_values]
-        return not asha_continues(self._frozen(member).intermediate_values[epoch], values, self.reduction_factor, self.direction)
+        own = next(t for t in trials if t.number == self.handles[member].number)
+        return not asha_continues(own.intermediate_values[epoch], values, self.reduction_factor, self.direction)
 
     def _tell(self, member: str, status: str, entries: list[dict[str, Any]]) -> None:
         handle, last = self.handles.pop(member), entries[-1] if entries else {}
         handle.set_user_attr(STATUS_ATTR, status)
-        for name in dict.fromkeys((self.metric, *FINAL_ATTRS)):
-            value = finite(last.get(name))
-            if value is not None:
-                handle.set_user_attr(name, value)
+        final = {name: value for name in dict.fromkeys((self.metric, *FINAL_METRICS)) if (value := finite(last.get(name))) is not None}
+        if final:
+            handle.set_user_attr(FINAL_ATTR, final)
         if status == EARLY_STOPPED:
             self.study.tell(handle.number, state=TrialState.PRUNED)
             return
@@ -570,9 +573,10 @@ class Record:
         handle.set_user_attr(REASON_ATTR, reason)
         self.study.tell(handle.number, state=TrialState.FAIL)
 
-    def _frozen(self, member: str) -> Any:
-        number = self.handles[member].number
-        return self.study.get_trials(deepcopy=False)[number]
+    def _values(self, members: Iterable[str]) -> dict[str, dict[int, float]]:
+        """Each member's values recorded so far (its current attempt's intermediate values, a copy)."""
+        trials = self.study.get_trials(deepcopy=False)
+        return {m: dict(trials[self.handles[m].number].intermediate_values) for m in members}
 
     # ------------------------------------------------------------------ files
     def push(self) -> None:

@@ -62,7 +62,7 @@ def test_each_trial_is_asked_after_every_result_so_far_and_every_member_is_told(
     assert trials[2].value == 0.0  # diverged: the metric's worst value
     assert [t.user_attrs["member_id"] for t in trials] == ids and {t.user_attrs["unit"] for t in trials} == {"p0000"}
     assert [t.user_attrs["status"] for t in trials] == ["completed", "early-stopped", "diverged"]
-    assert trials[0].user_attrs["target_acc"] == 0.8 and record.study.metric_names == ["target_acc"]
+    assert trials[0].user_attrs["final"]["target_acc"] == 0.8 and record.study.metric_names == ["target_acc"]
     second = record.next()
     assert len(second.members) == 3 and seen == [0, 0, 3, 3, 3]  # each sampled from every result told so far
     third = record.next()

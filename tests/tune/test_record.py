@@ -268,7 +268,7 @@ def test_the_study_names_its_objective_and_each_trial_carries_its_ids_and_final_
         assert (finished_search.folder / "trials" / trial.user_attrs["unit"] / "history.json").is_file()
         assert trial.user_attrs["status"] == row["status"] == "completed" and trial.user_attrs["attempt"] == 1
         for name in ("target_acc", *EPOCH_VALIDATORS):
-            assert trial.user_attrs[name] == pytest.approx(row[name], rel=1e-9), name
+            assert trial.user_attrs["final"][name] == pytest.approx(row[name], rel=1e-9), name
 
 
 @pytest.mark.parametrize("url, message", [
