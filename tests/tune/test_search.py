@@ -1,6 +1,7 @@
 """`python tune/search.py`: flags, datasets, exit statuses, resume after Ctrl-C."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -153,51 +154,78 @@ KILLED_CONFIGS = [(0.01, 0.01, 1.0, 256), (10.0, 10.0, 10.0, 1024), (0.1, 0.1, 1
 
 
 @pytest.mark.slow
-def test_a_search_killed_at_every_point_resumes_to_the_asked_trials_with_each_epoch_once(tmp_path):
-    """kill -9 of the driver right after a trial's state (a torn state write beside it), at the
-    report of a trial's last epoch, and right after an ASHA stop (tests/fixtures/killed_search.py:
-    each point stops one driver; a replay of KILLED_CONFIGS makes the ASHA stop come every time),
-    each followed by the same command with --resume: the asked trials, each epoch once and equal
-    to an uninterrupted run, the stops where ASHA put them, no state left, and a study that agrees
-    with trials.csv trial by trial (benchmarks/soak.py's checks). Ctrl-C is the S3 search's
-    (tests/ssot/results/test_storage.py)."""
+def test_a_search_in_object_storage_stopped_and_killed_at_every_point_resumes_with_each_epoch_once(s3, tmp_path):
+    """A search in object storage (a moto S3 server): Ctrl-C at its first result, then kill -9 of the
+    driver right after a trial's state, at the report of a trial's last epoch, and right after an
+    ASHA stop (tests/fixtures/killed_search.py: each point stops one driver; a replay of
+    KILLED_CONFIGS makes the ASHA stop come every time), each followed by the same command with
+    --resume: the asked trials, each epoch once and equal to an uninterrupted run, the stops where
+    ASHA put them, no state left in the store, a study that agrees with trials.csv trial by trial
+    (benchmarks/soak.py's checks); export, the dashboard and confirm read the search from the store."""
+    import pyarrow.fs
+
+    from analysis import sensitivity
     from tests.fixtures.experiments import trial_rows, write_experiment
     from tests.fixtures.killed_search import POINTS
+    from tests.fixtures.servers import s3_keys, s3_read
+    from tune import confirm, confirmation, export
 
     reference = tmp_path / "ref" / "digits"
     rows = [row for i, (lo, le, eps, width) in enumerate(KILLED_CONFIGS) for row in trial_rows(
         "digits", "tpe", f"r{i}", {"lambda_ot": lo, "lambda_ent": le, "eps": eps, "potential_width": width}, [0.5], "completed")]
     write_experiment(reference, rows, task="digits", search="tpe", space=spaces.default_space(), max_epochs=1)
-    log, points = tmp_path / "kills.log", [p for p in POINTS if p != "ctrl-c"]
+    uri, log = f"s3://{s3}/runs", tmp_path / "kills.log"
     args = ["--task", "digits", "--configs-from", str(reference), "--epochs", "3", "--set", "pretrain_epochs=1",
             "--set", "iters_per_epoch=5", "--grace-period", "1", "--reduction-factor", "2", "--max-concurrent", "1",
-            "--num-cpus", "2", "--storage-path", str(tmp_path), "--name", "crash", "--quiet"]
-    killed = [sys.executable, "-m", "tests.fixtures.killed_search", str(log), ",".join(points)]
+            "--num-cpus", "2", "--storage-path", uri, "--name", "crash", "--quiet"]
+    killed = [sys.executable, "-m", "tests.fixtures.killed_search", str(log), ",".join(POINTS)]
     statuses = []
-    for _ in range(len(points) + 1):
+    for _ in range(len(POINTS) + 1):
         run = subprocess.run([*killed, *args, *(["--resume"] if statuses else [])], cwd=REPO, capture_output=True, text=True,
                              timeout=300)
         statuses.append(run.returncode)
         if run.returncode == 0:
             break
-        if len(statuses) == 1:  # an experiment that exists is refused without --resume
+        if len(statuses) == 1:  # Ctrl-C: the experiment exists (refused without --resume), the trial it stopped runs on
             refused = _run_cli(args)
             assert refused.returncode == 2 and "already exists. Pass --resume" in refused.stderr
+            assert json.loads(s3_read(s3, "runs/crash/digits/experiment.json"))["status"] == "running"
+            stopped = pd.read_csv(io.StringIO(s3_read(s3, "runs/crash/digits/trials.csv")), dtype={"trial_id": str})
+            assert set(stopped["status"]) == {"running"}
     fired = [line.split()[0] for line in log.read_text().splitlines()]
-    assert fired == ["checkpoint", "completed", "asha-stop"], fired  # in the order the search meets them, each once
-    assert statuses == [-signal.SIGKILL] * 3 + [0], (statuses, run.stdout[-2000:] + run.stderr[-2000:])
-    exp = tmp_path / "crash" / "digits"
-    frame = pd.read_csv(exp / "trials.csv", dtype={"trial_id": str})
-    last = final_results(frame).set_index("trial_id")
+    assert fired == ["ctrl-c", "checkpoint", "completed", "asha-stop"], fired  # in the order the search meets them, each once
+    assert statuses == [130] + [-signal.SIGKILL] * 3 + [0], (statuses, run.stdout[-2000:] + run.stderr[-2000:])
+
+    keys = s3_keys(s3, "runs/crash")
+    assert {"experiment.json", "trials.csv", "best_config.json", "study.journal"} <= {k.rsplit("/", 1)[-1] for k in keys}
+    assert [k for k in keys if "/_pretrained/pretrained-" in k]  # the shared source-only model
+    assert not [k for k in keys if "/trials/" in k and k.endswith(".pt")]  # each trial's states dropped once it ended
+    assert len([k for k in keys if k.endswith("/history.json")]) == 3  # each trial's history
+    local = tmp_path / "copy"  # the store's experiment, copied to check it as the soak checks a local one
+    fs, path = pyarrow.fs.FileSystem.from_uri(f"{uri}/crash")
+    (local / "crash").mkdir(parents=True)
+    pyarrow.fs.copy_files(path, str(local / "crash"), source_filesystem=fs, destination_filesystem=pyarrow.fs.LocalFileSystem())
+    exp = local / "crash" / "digits"
+    last = final_results(pd.read_csv(exp / "trials.csv", dtype={"trial_id": str})).set_index("trial_id")
     assert last["status"].to_dict() == {"t0000": "completed", "t0001": "early-stopped", "t0002": "early-stopped"}
     assert last["epoch"].to_dict() == {"t0000": 3, "t0001": 1, "t0002": 2}
     info = json.loads((exp / "experiment.json").read_text())
     assert info["status"] == "finished" and info["best_trial"] == "t0000"
-    assert list(exp.glob("trials/*/*.pt")) == [] and not (exp / ".ssot-search.lock").exists()
-    soak = _soak_checks()
-    found = soak.check(exp, None, reference=True)  # each epoch once, as an uninterrupted run, the study agrees
+    found = _soak_checks().check(exp, None, reference=True)  # each epoch once, as an uninterrupted run, the study agrees
     assert (found["lost_epochs"], found["duplicated_epochs"], found["lost_configs"], found["running_in_study"]) == (0, 0, 0, 0)
     assert found["disagreeing"] == {} and found["differing_epochs"] == 0 and found["compared_epochs"] == 6, found
+
+    best = json.loads(s3_read(s3, "runs/crash/digits/best_config.json"))  # the readers, on the store
+    assert export.main([uri, "--out", str(tmp_path / "configs")]) == 0
+    assert json.loads((tmp_path / "configs" / "digits.json").read_text()) == best
+    page = tmp_path / "dashboard.html"
+    assert sensitivity.main([uri, "--out", str(page), "--no-images"]) == 0
+    text = page.read_text()
+    assert 'data-trial="t0000"' in text and f"{uri}/crash/digits" in text and "ssot-experiments-" not in text
+    warnings: list[str] = []
+    (top,) = confirmation.gather_candidates(uri, 1, warnings.append)
+    assert top.experiment == f"{uri}/crash/digits" and top.config.to_dict() == best and not warnings
+    assert confirm.main([uri, "--top", "1"]) == 2  # its outputs are local: --out is needed
 
 
 def _soak_checks():
