@@ -193,7 +193,9 @@ def test_a_search_in_object_storage_stopped_and_killed_at_every_point_resumes_wi
             stopped = pd.read_csv(io.StringIO(s3_read(s3, "runs/crash/digits/trials.csv")), dtype={"trial_id": str})
             assert set(stopped["status"]) == {"running"}
     fired = [line.split()[0] for line in log.read_text().splitlines()]
-    assert fired == ["ctrl-c", "checkpoint", "completed", "asha-stop"], fired  # in the order the search meets them, each once
+    # Ctrl-C first, then each kill once (a trial Ctrl-C stopped may have written its next state before it stopped:
+    # the kill after a state then comes at another trial's epoch 2)
+    assert fired[0] == "ctrl-c" and sorted(fired) == sorted(POINTS), fired
     assert statuses == [130] + [-signal.SIGKILL] * 3 + [0], (statuses, run.stdout[-2000:] + run.stderr[-2000:])
 
     keys = s3_keys(s3, "runs/crash")
