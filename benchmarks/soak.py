@@ -17,7 +17,9 @@ command with ``--resume``, until the search finishes:
 ``report``      0.3 to 2 s after a new trial state (the next epoch, the driver handling a result);
 ``trial-end``   within 0.3 s of a rewrite of ``trials.csv`` (a trial ended: completed, stopped by
                 ASHA or at a population's rung);
-``final``       within 1 s of Ray's last line (the search's final outputs, its summary, Ray's shutdown).
+``final``       within 1 s of the end of the last config (``trials.csv`` holds every config ended, or Ray's
+                last line): the search's final outputs, its summary, Ray's shutdown; a resumed driver
+                with nothing left to run writes its outputs without starting Ray.
 
 The phases come in a seeded random order, each as often as the others, the ``final`` ones last
 (a kill whose phase did not come before the final outputs becomes a ``final`` one); the sign of
@@ -61,7 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("start", "record", "checkpoint", "report", "trial-end", "final")
 #: Seconds after each phase's sign (drawn uniformly): (low, high).
 DELAYS = {"record": (0.0, 0.05), "checkpoint": (0.0, 0.3), "report": (0.3, 2.0), "trial-end": (0.0, 0.3), "final": (0.0, 1.0)}
-#: Ray's line once its run of the search's trials ended (``tune.py``): the search's final outputs follow.
+#: Ray's line once its run of the search's trials ended (``tune.py``): the search's final outputs follow
+#: (a driver with nothing left to run starts no Ray: ``trials.csv`` says every config ended).
 LAST_SAVE = "Wrote the latest version of all result files and experiment state"
 POLL_S = 0.01
 #: What the soak writes into ``--out`` (and a population search's feature cache, ``features.pt``).
@@ -161,6 +164,24 @@ class Signs:
         self.checkpoints = set(self._checkpoints())
         self.trials_csv = self._stat(exp / "trials.csv")
         self.study = self._stat(exp / "study.journal")
+        self.read: tuple[tuple[int, int] | None, bool] = (None, False)  # trials.csv's stat when last read, whether all ended
+
+    def ended(self) -> bool:
+        """Whether ``trials.csv`` holds every config of the search, each ended."""
+        stat = self._stat(self.exp / "trials.csv")
+        if stat is not None and stat != self.read[0]:
+            import pandas as pd
+
+            from tune.outputs import expected_configs
+
+            try:
+                frame = pd.read_csv(self.exp / "trials.csv", dtype={"trial_id": str})
+                last = frame.groupby("trial_id")["status"].last()
+                done = len(last) >= expected_configs(json.loads((self.exp / "experiment.json").read_text())) and not (last == "running").any()
+            except (OSError, ValueError, KeyError):
+                done = False
+            self.read = (stat, done)
+        return self.read[1]
 
     def _checkpoints(self) -> list[str]:
         return [str(p) for p in self.exp.glob("trials/*/epoch-*.pt")]
@@ -176,7 +197,7 @@ class Signs:
     def seen(self, phase: str, output: str) -> bool:
         """Whether ``phase``'s sign appeared since the last call."""
         if phase == "final":
-            return LAST_SAVE in output
+            return LAST_SAVE in output or self.ended()
         if phase in ("checkpoint", "report"):
             now = set(self._checkpoints())
             new = bool(now - self.checkpoints)
@@ -212,7 +233,7 @@ def run_until(driver: Driver, phase: str, rng: random.Random, start_window: floa
         if first_save is None and watch.seen("checkpoint", output):  # the start window: up to a first state
             first_save = now - driver.started
         if fire_at is None:
-            if fired != "final" and LAST_SAVE in output:
+            if fired != "final" and signs.seen("final", output):
                 fired = "final"
             if signs.seen(fired, output):
                 wanted -= 1

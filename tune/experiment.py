@@ -108,6 +108,8 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         record = open_record(options, base, path, info, reference, sources)
         for line in record.repair():
             print(f"{base.task}: {line}", flush=True)
+        if not record.units_left():  # every config ended: the outputs, without Ray
+            return _run(options, base, root, path, None, info, record, rungs)
         with connected(options, cpus, address=address, num_cpus=num_cpus) as cluster:
             if options.verbose:
                 print(f"{base.task}: {cluster.describe(options, why)}", flush=True)
@@ -152,33 +154,16 @@ def search_meta(options: SearchOptions, base: SSOTConfig, root: str, reference: 
                     **{REFERENCE_KEY: reference.meta() if reference else None})
 
 
-def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster, info: dict[str, Any],
+def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster | None, info: dict[str, Any],
          record: Record, rungs: tuple[int, ...]) -> SearchOutcome:
-    """A Ray Tune run of the units the record has left (:mod:`tune.searcher`), then the outputs."""
-    cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
-    trainable = ray_tune.with_resources(run_trial, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
-                                                    **options.trial_resources})
-    direction = metrics.metric(options.metric).direction or "max"
-    lines = [TrialLines(path, record.configs_ended)] if options.verbose >= 1 else []
-    tuner = ray_tune.Tuner(
-        trainable,
-        param_space={**_param_space(options, base, cluster, cache_dir, rungs), RECORD_KEY: path},
-        tune_config=ray_tune.TuneConfig(
-            metric=options.metric, mode=direction, search_alg=StudySearcher(record, options.metric, direction, cluster.slots),
-            scheduler=RecordScheduler(record), num_samples=max(1, record.units_left()), reuse_actors=True,
-            trial_dirname_creator=trial_dirname),
-        run_config=ray_tune.RunConfig(
-            name=RAY_DIR, storage_path=path, verbose=max(0, options.verbose - 1),
-            callbacks=[RecordCallback(record), *lines, *options.callbacks],
-            failure_config=ray_tune.FailureConfig(max_failures=options.max_failures)),
-    )
-    info["mps"] = cluster.mps  # this run's (a resumed search records its last run's)
+    """A Ray Tune run of the units the record has left (none without a ``cluster``), then the outputs."""
     started = time.monotonic()
     earlier = float(info.get("elapsed_s") or 0.0)  # a resumed search adds its runs' wall times
     try:
         try:
-            if record.units_left():
-                _fit(tuner)
+            if cluster is not None:
+                info["mps"] = cluster.mps  # this run's (a resumed search records its last run's)
+                _fit(_tuner(options, base, root, path, cluster, record, rungs))
         finally:
             record.close()
         frame = record.frame()
@@ -191,6 +176,28 @@ def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster
     except Exception as exc:  # noqa: BLE001 - a storage that failed mid-search is named in one line; anything else is raised
         info["elapsed_s"] = round(earlier + time.monotonic() - started, 1)
         raise storage_failure(path, info, exc) from None
+
+
+def _tuner(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster, record: Record,
+           rungs: tuple[int, ...]) -> Any:
+    """Ray Tune's run of the record's units (:mod:`tune.searcher`), its own files in ``ray/``."""
+    cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
+    trainable = ray_tune.with_resources(run_trial, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
+                                                    **options.trial_resources})
+    direction = metrics.metric(options.metric).direction or "max"
+    lines = [TrialLines(path, record.configs_ended)] if options.verbose >= 1 else []
+    return ray_tune.Tuner(
+        trainable,
+        param_space={**_param_space(options, base, cluster, cache_dir, rungs), RECORD_KEY: path},
+        tune_config=ray_tune.TuneConfig(
+            metric=options.metric, mode=direction, search_alg=StudySearcher(record, options.metric, direction, cluster.slots),
+            scheduler=RecordScheduler(record), num_samples=record.units_left(), reuse_actors=True,
+            trial_dirname_creator=trial_dirname),
+        run_config=ray_tune.RunConfig(
+            name=RAY_DIR, storage_path=path, verbose=max(0, options.verbose - 1),
+            callbacks=[RecordCallback(record), *lines, *options.callbacks],
+            failure_config=ray_tune.FailureConfig(max_failures=options.max_failures)),
+    )
 
 
 def _fit(tuner: Any) -> Any:
