@@ -4,24 +4,26 @@
     python benchmarks/soak.py --task digits --kills 20 --population 4    # populations of 4 on a feature cache
     python benchmarks/soak.py --task digits --kills 3 --num-samples 4 --epochs 2 --seed 1 --out /tmp/soak
 
-runs ``python tune/search.py`` (its flags below, with ``--optuna-storage`` in a sqlite file) and kills
-its driver's whole process group with SIGKILL ``--kills`` times, each time at a moment drawn with
-``--seed`` in one of these phases, then reruns the same command with ``--resume``, until the search
-finishes:
+runs ``python tune/search.py`` (its flags below; its record, the Optuna study, in the experiment
+folder's ``study.journal``) and kills its driver's whole process group with SIGKILL ``--kills``
+times, each time at a moment drawn with ``--seed`` in one of these phases, then reruns the same
+command with ``--resume``, until the search finishes:
 
-``start``       a random time after the driver starts (its lock, ``experiment.json``, Ray's start,
-                ``tuner.pkl``, Ray's first save), up to the time the first driver took to save;
-``state-save``  within 50 ms of a save of Ray's experiment state in the driver's staging folder
-                (writing it, the last good copy, Ray's copy into the experiment folder);
-``checkpoint``  within 0.3 s of a new trial checkpoint (an epoch's report, a population's report);
-``report``      0.3 to 2 s after a new trial checkpoint (the next epoch, the driver handling a result);
+``start``       a random time after the driver starts (its lock, ``experiment.json``, the repair of
+                its record, Ray's start), up to the time the first driver took to record a result;
+``record``      within 50 ms of a write of the study (a config asked, an epoch recorded, an
+                end or an early stop told);
+``checkpoint``  within 0.3 s of a new trial state (an epoch's report, a population's report);
+``report``      0.3 to 2 s after a new trial state (the next epoch, the driver handling a result);
 ``trial-end``   within 0.3 s of a rewrite of ``trials.csv`` (a trial ended: completed, stopped by
                 ASHA or at a population's rung);
-``final``       within 1 s of Ray's last save (the search's final outputs, its summary, Ray's shutdown).
+``final``       within 1 s of the end of the last config (``trials.csv`` holds every config ended, or Ray's
+                last line): the search's final outputs, its summary, Ray's shutdown; a resumed driver
+                with nothing left to run writes its outputs without starting Ray.
 
 The phases come in a seeded random order, each as often as the others, the ``final`` ones last
 (a kill whose phase did not come before the final outputs becomes a ``final`` one); the sign of
-``state-save``, ``checkpoint``, ``report`` and ``trial-end`` is awaited 1 to 3 times (drawn). Before each
+``record``, ``checkpoint``, ``report`` and ``trial-end`` is awaited 1 to 3 times (drawn). Before each
 resume the soak waits until every process of the killed driver's Ray is gone (its watchdog,
 ``tune/reaper.py``, ends them). Once the search finished, it checks, and prints in one line:
 
@@ -30,12 +32,13 @@ resume the soak waits until every process of the killed driver's Ray is gone (it
 * epochs whose values differ from an uninterrupted run of the same trial (its configs trained in one
   go with the same seed: what the search guarantees, docs/reliability.md; ``--no-reference`` skips it);
 * trials on which ``trials.csv``, ``best_config.json`` (the best-trial rule), the Optuna study and
-  Ray's saved state disagree, and Optuna trials left RUNNING;
+  the trials' own files (their histories; no state left once they ended) disagree, and Optuna
+  trials left RUNNING;
 * resumes that were refused or failed, processes of a killed driver still alive after 60 s.
 
 Exit status 0 when every count is 0 and every kill happened, 1 otherwise (2: bad input). Everything
 stays in ``--out`` (default: a new folder under the system's temporary folder): the experiment
-(``runs/soak/<task>``), ``optuna.db``, each driver's output (``drivers/``), the feature cache of a
+(``runs/soak/<task>``, its study included), each driver's output (``drivers/``), the feature cache of a
 population search, and ``soak.json`` (every kill, every disagreement). Flags after ``--`` go to
 ``tune/search.py`` as they are (e.g. ``-- --set lr=3e-4``).
 """
@@ -47,7 +50,6 @@ import json
 import math
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -58,18 +60,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PHASES = ("start", "state-save", "checkpoint", "report", "trial-end", "final")
+PHASES = ("start", "record", "checkpoint", "report", "trial-end", "final")
 #: Seconds after each phase's sign (drawn uniformly): (low, high).
-DELAYS = {"state-save": (0.0, 0.05), "checkpoint": (0.0, 0.3), "report": (0.3, 2.0), "trial-end": (0.0, 0.3), "final": (0.0, 1.0)}
-#: Ray's line once the search's last save is written (``tune.py``), and the line naming the driver's staging folder.
+DELAYS = {"record": (0.0, 0.05), "checkpoint": (0.0, 0.3), "report": (0.3, 2.0), "trial-end": (0.0, 0.3), "final": (0.0, 1.0)}
+#: Ray's line once its run of the search's trials ended (``tune.py``): the search's final outputs follow
+#: (a driver with nothing left to run starts no Ray: ``trials.csv`` says every config ended).
 LAST_SAVE = "Wrote the latest version of all result files and experiment state"
-STAGING = re.compile(r"tensorboard --logdir (\S+?driver_artifacts)")
 POLL_S = 0.01
 #: What the soak writes into ``--out`` (and a population search's feature cache, ``features.pt``).
-WRITTEN = ("soak.json", "runs", "optuna.db", "drivers")
+WRITTEN = ("soak.json", "runs", "drivers")
 #: The phases whose sign is awaited 1 to :data:`SIGNS` times (drawn) before the delay: a kill falls
-#: after some progress of the driver too, not only after its first checkpoint or save.
-REPEATED, SIGNS = ("state-save", "checkpoint", "report", "trial-end"), 3
+#: after some progress of the driver too, not only after its first state or record.
+REPEATED, SIGNS = ("record", "checkpoint", "report", "trial-end"), 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,17 +157,34 @@ class Driver:
 
 
 class Signs:
-    """What a driver shows of its phases: files of the experiment folder, its staging folder, its output."""
+    """What a driver shows of its phases: files of the experiment folder, its output."""
 
     def __init__(self, exp: Path):
         self.exp = exp
         self.checkpoints = set(self._checkpoints())
         self.trials_csv = self._stat(exp / "trials.csv")
-        self.staging: Path | None = None
-        self.state: tuple[str, tuple[int, int] | None] | None = None  # the newest staged state (None: not looked yet)
+        self.study = self._stat(exp / "study.journal")
+        self.read: tuple[tuple[int, int] | None, bool] = (None, False)  # trials.csv's stat when last read, whether all ended
+
+    def ended(self) -> bool:
+        """Whether ``trials.csv`` holds every config of the search, each ended."""
+        stat = self._stat(self.exp / "trials.csv")
+        if stat is not None and stat != self.read[0]:
+            import pandas as pd
+
+            from tune.outputs import expected_configs
+
+            try:
+                frame = pd.read_csv(self.exp / "trials.csv", dtype={"trial_id": str})
+                last = frame.groupby("trial_id")["status"].last()
+                done = len(last) >= expected_configs(json.loads((self.exp / "experiment.json").read_text())) and not (last == "running").any()
+            except (OSError, ValueError, KeyError):
+                done = False
+            self.read = (stat, done)
+        return self.read[1]
 
     def _checkpoints(self) -> list[str]:
-        return [str(p) for p in self.exp.glob("trial_*/checkpoint_*")]
+        return [str(p) for p in self.exp.glob("trials/*/epoch-*.pt")]
 
     @staticmethod
     def _stat(path: Path) -> tuple[int, int] | None:
@@ -178,28 +197,20 @@ class Signs:
     def seen(self, phase: str, output: str) -> bool:
         """Whether ``phase``'s sign appeared since the last call."""
         if phase == "final":
-            return LAST_SAVE in output
+            return LAST_SAVE in output or self.ended()
         if phase in ("checkpoint", "report"):
             now = set(self._checkpoints())
             new = bool(now - self.checkpoints)
             self.checkpoints = now
             return new
-        if phase == "trial-end":
-            stat = self._stat(self.exp / "trials.csv")
-            changed = stat is not None and stat != self.trials_csv
-            self.trials_csv = stat
-            return changed
-        if phase == "state-save":
-            if self.staging is None:
-                found = STAGING.search(output)
-                if found is None:
-                    return False
-                self.staging = Path(found.group(1))
-            files = sorted(self.staging.glob("experiment_state-*.json"))
-            state = (files[-1].name, self._stat(files[-1])) if files else ("", None)
-            changed = self.state is not None and state != self.state
-            self.state = state
-            return changed
+        if phase in ("trial-end", "record"):
+            path = self.exp / ("trials.csv" if phase == "trial-end" else "study.journal")
+            stat, before = self._stat(path), self.trials_csv if phase == "trial-end" else self.study
+            if phase == "trial-end":
+                self.trials_csv = stat
+            else:
+                self.study = stat
+            return stat is not None and stat != before
         return False
 
 
@@ -207,8 +218,9 @@ def run_until(driver: Driver, phase: str, rng: random.Random, start_window: floa
               exp: Path) -> tuple[str | None, float | None]:
     """Wait for ``phase``'s sign, then a random delay (:data:`DELAYS`). Returns the phase the driver
     is to be killed in now (``final`` replaces a phase that did not come before the final outputs;
-    ``timeout``; None: the driver ended first) and the seconds from its start to its first save."""
-    signs = Signs(exp)
+    ``timeout``; None: the driver ended first) and the seconds from its start to its first record
+    of a result (a new trial state)."""
+    signs, watch = Signs(exp), Signs(exp)
     fired, first_save, wanted = phase, None, rng.randint(1, SIGNS) if phase in REPEATED else 1
     fire_at = driver.started + rng.uniform(0, start_window) if phase == "start" else None
     while True:
@@ -218,13 +230,12 @@ def run_until(driver: Driver, phase: str, rng: random.Random, start_window: floa
         if now - driver.started > timeout:
             return "timeout", first_save
         output = driver.output()
-        saved = signs.seen("state-save", output)  # followed in every phase: the start window
-        if saved and first_save is None:
+        if first_save is None and watch.seen("checkpoint", output):  # the start window: up to a first state
             first_save = now - driver.started
         if fire_at is None:
-            if fired != "final" and LAST_SAVE in output:
+            if fired != "final" and signs.seen("final", output):
                 fired = "final"
-            if saved if fired == "state-save" else signs.seen(fired, output):
+            if signs.seen(fired, output):
                 wanted -= 1
                 if wanted <= 0 or fired == "final":
                     fire_at = now + rng.uniform(*DELAYS[fired])
@@ -237,8 +248,7 @@ def run_until(driver: Driver, phase: str, rng: random.Random, start_window: floa
 def search_flags(args: argparse.Namespace, out: Path, samples: int, extra: list[str]) -> list[str]:
     flags = ["--task", args.task, "--num-samples", str(samples), "--epochs", str(args.epochs), "--seed", str(args.seed),
              "--set", "pretrain_epochs=1", "--set", f"iters_per_epoch={args.iters_per_epoch}", "--grace-period", "1",
-             "--reduction-factor", "2", "--storage-path", str(out / "runs"), "--name", "soak",
-             "--optuna-storage", f"sqlite:///{out / 'optuna.db'}"]
+             "--reduction-factor", "2", "--storage-path", str(out / "runs"), "--name", "soak"]
     if args.population > 1:
         flags += ["--features", str(args.features), "--population", str(args.population)]
     return flags + extra
@@ -306,7 +316,7 @@ def soak(args: argparse.Namespace, extra: list[str]) -> dict[str, Any]:
         tail = Path(last["log"]).read_text(errors="replace").strip().splitlines()[-3:]
         report["failed"] = f"the last driver ended with status {last['status']}: {' | '.join(tail)}"
     else:
-        report.update(check(exp, f"sqlite:///{out / 'optuna.db'}", reference=not args.no_reference))
+        report.update(check(exp, None, reference=not args.no_reference))
     loads = [load[0], *(k["load"] for k in kills), os.getloadavg()[0]]
     report.update(wall_s=round(time.monotonic() - started, 1), load_1min=[min(loads), sum(loads) / len(loads), max(loads)])
     (out / "soak.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
@@ -330,7 +340,7 @@ def summary_line(report: dict[str, Any]) -> str:
                  if report.get("compared_epochs") is not None else "uninterrupted runs not compared")
     return (f"{head}; lost epochs {report['lost_epochs']}, duplicated epochs {report['duplicated_epochs']}, lost configs "
             f"{report['lost_configs']}, {reference}, disagreeing trials {len(report['disagreeing'])} (trials.csv, "
-            f"best_config.json, Optuna study, Ray state), left RUNNING in the study {report['running_in_study']}, "
+            f"best_config.json, Optuna study, trial files), left RUNNING in the study {report['running_in_study']}, "
             f"processes left {left}{tail}")
 
 
@@ -351,16 +361,14 @@ def _same(a: Any, b: Any, rel: float = 1e-9) -> bool:
     return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=rel, abs_tol=1e-12)
 
 
-def check(exp: Path, optuna_url: str, reference: bool) -> dict[str, Any]:
-    """The counts of the module docstring for the finished experiment ``exp``."""
-    import optuna
+def check(exp: Path, optuna_url: str | None, reference: bool) -> dict[str, Any]:
+    """The counts of the module docstring for the finished experiment ``exp`` (its study in
+    ``optuna_url``, else where ``experiment.json`` says: the experiment folder's journal)."""
     import pandas as pd
 
-    from ssot.results import storage
-    from ssot.results.experiment import hyperparameters
-    from tune import members, state
-    from tune.outputs import best_config, expected_configs, expected_trials
-    from tune.searcher import disagreements
+    from tune import members
+    from tune.outputs import best_config, expected_configs
+    from tune.record import UnitFiles, disagreements, read_study
 
     info = json.loads((exp / "experiment.json").read_text())
     metric = info.get("metric", "target_acc")
@@ -374,8 +382,7 @@ def check(exp: Path, optuna_url: str, reference: bool) -> dict[str, Any]:
     def disagree(key: str, why: str) -> None:
         found.setdefault(key, []).append(why)
 
-    study = optuna.load_study(study_name=info["optuna_study"], storage=optuna_url)
-    trials = study.get_trials(deepcopy=False)
+    trials = read_study(str(exp), info, optuna_url).get_trials(deepcopy=False)
     for key, why in disagreements(trials, frame, metric).items():
         disagree(key, f"Optuna study: {why}")
 
@@ -385,40 +392,31 @@ def check(exp: Path, optuna_url: str, reference: bool) -> dict[str, Any]:
         disagree(str(best_id), f"best_config.json: not the best trial's config (experiment.json's best_trial "
                                f"{info.get('best_trial')}, the rule's {best_id})")
 
-    fs, folder = storage.filesystem(str(exp))
-    saved = state.saved_trials(fs, folder)
-    if len(saved) != expected_trials(info):
-        disagree("Ray state", f"{len(saved)} Ray trials, {expected_trials(info)} asked")
-    hyper, owned = hyperparameters(info), set()
-    for trial in saved:
-        listed, entries = members.members_of(trial.config, trial.trial_id), members.entries(trial.last_result)
-        for member, params in listed.items():
-            owned.add(member)
+    units: dict[str, list[str]] = {}
+    for trial in trials:
+        if "member_id" in trial.user_attrs:
+            units.setdefault(str(trial.user_attrs["unit"]), []).append(str(trial.user_attrs["member_id"]))
+    for unit, names in sorted(units.items()):
+        files = UnitFiles(str(exp), unit)
+        if files.states():
+            disagree(unit, f"trial files: states {files.states()} left after the trial ended")
+        entries = members.history(files.history())
+        for member in sorted(set(names)):
             mine = rows.get(member)
             if mine is None:
-                disagree(member, "Ray state: a member that trials.csv does not hold")
                 continue
-            last, problems = mine.iloc[-1], []
-            if trial.status != state.TERMINATED and not (trial.status == state.ERROR and last["status"] == "errored"):
-                problems.append(f"its Ray trial is {trial.status}")
-            problems += [name for name in hyper if not _same(params.get(name), last[name])]
-            entry = entries.get(member)
-            if entry is not None:
-                at = mine[mine["epoch"] == entry["epoch"]]
-                if at.empty or not _same(at[metric].iloc[-1], entry.get(metric)):
-                    problems.append(f"{metric} of epoch {entry['epoch']}")
-                if len(listed) == 1 and entry["epoch"] != last["epoch"]:
-                    problems.append(f"last epoch {entry['epoch']} (trials.csv: {last['epoch']})")
-            if problems:
-                disagree(member, "Ray state: " + ", ".join(problems))
-    for member in sorted(rows.keys() - owned):
-        disagree(member, "trials.csv: in no Ray trial of the saved state")
+            kept = {e["epoch"]: e for e in entries.get(member, [])}
+            for _, row in mine.dropna(subset=["epoch"]).iterrows():
+                entry = kept.get(int(row["epoch"]))
+                if entry is None or not _same(row[metric], entry.get(metric)) or not _same(row["loss_total"], entry.get("loss_total")):
+                    disagree(member, f"trial files: epoch {int(row['epoch'])} unlike its history")
 
     out: dict[str, Any] = {
         "lost_epochs": int(lost), "duplicated_epochs": int(epochs.duplicated(["trial_id", "epoch"]).sum()),
         "lost_configs": max(0, expected_configs(info) - len(rows)), "disagreeing": found,
         "running_in_study": sum(t.state.name in ("RUNNING", "WAITING") for t in trials),
-        "statuses": frame.groupby("trial_id")["status"].last().value_counts().to_dict(), "compared_epochs": None}
+        "attempts": len(trials), "statuses": frame.groupby("trial_id")["status"].last().value_counts().to_dict(),
+        "compared_epochs": None}
     if reference:
         out.update(compare_with_uninterrupted(exp, rows, info))
     return out
@@ -436,8 +434,8 @@ def compare_with_uninterrupted(exp: Path, rows: dict[str, Any], info: dict[str, 
     population = int(info.get("population") or 1)
     shared = str(exp.parent / PRETRAINED_DIR)  # the source-only model the search's trials shared (seeded: the same)
     groups: dict[str, list[str]] = {}
-    for member in sorted(rows):
-        groups.setdefault(member.rsplit("-", 1)[-1] if population > 1 else member, []).append(member)
+    for member in sorted(rows):  # a population's members: p<unit>-m<index>
+        groups.setdefault(member.split("-", 1)[0], []).append(member)
     compared, differing, details = 0, 0, []
     for group in groups.values():
         configs = [trial_config(rows[m].iloc[-1], info) for m in group]

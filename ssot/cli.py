@@ -42,9 +42,8 @@ Exit statuses (the same for every command)
        feature or decoded-image cache whose checksum or contents do not match (damaged: rebuild
        it), a decoded-image cache to prepare that does not fit in the free disk or whose folder
        cannot be written; a search whose experiment another driver runs (its lock), a ``--resume`` whose flags
-       differ from the experiment's, whose ``experiment.json`` or Ray state is missing, truncated
-       or corrupt (Ray's state without a last good copy to put back), or whose trials do not
-       match it; a torch file (checkpoint, shared pretrained
+       differ from the experiment's, whose ``experiment.json`` is missing or not JSON, or that an
+       earlier version started (its record was Ray's saved state); a torch file (checkpoint, shared pretrained
        model, ``--save-model`` file, cache) that does not load as tensors (never unpickled). All
        refused before any work starts, in one line naming the problem and the fix
        (docs/reliability.md).

@@ -86,3 +86,32 @@ def finished_search(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace
     outcome = run_search(options, num_cpus=2)
     return SimpleNamespace(root=root, results=root / "runs", folder=Path(outcome.path), outcome=outcome,
                            snapshots=snapshots.seen, storage=options.optuna_storage, epochs=epochs)
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """A moto S3 server on 127.0.0.1 (moto[server], the test extra) and the standard AWS variables
+    that point pyarrow (and Ray) at it."""
+    moto_server = pytest.importorskip("moto.server")
+    from tests.fixtures.servers import free_port
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    yield env
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch, request):
+    """A new bucket (named after the test) in the server, with the AWS variables set."""
+    import boto3
+
+    for key, value in s3_server.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    bucket = request.node.name.replace("_", "-")[:50].strip("-")
+    boto3.client("s3", endpoint_url=s3_server["AWS_ENDPOINT_URL"]).create_bucket(Bucket=bucket)
+    return bucket

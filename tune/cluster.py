@@ -1,8 +1,5 @@
-"""The machine a search runs on: Ray's version, the Ray instance, and how trials divide the machine.
+"""The machine a search runs on: the Ray instance, and how trials divide the machine.
 
-- :func:`check_ray_version`: :mod:`tune.state` reads Ray's private saved-state files, whose format
-  changes between releases; the Ray versions ``pyproject.toml`` allows (read from the installed
-  project's metadata: one place) are the ones it was checked against, any other is refused.
 - :func:`cpu_share`: a trial's CPUs when ``--cpus-per-trial`` is not given: one per trial, or for
   populations their share of the machine (one population on 2 cores gets both: it trains its
   members in 2 processes of one torch thread each, :mod:`ssot.shards`, instead of leaving a core
@@ -15,7 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import logging
 import math
 import os
@@ -27,38 +23,7 @@ from ssot.errors import ConfigError, SSOTError
 from tune import mps, reaper
 from tune.options import SearchOptions
 
-#: The distribution whose requirements say which Ray versions are supported.
-PROJECT = "ssot-tune"
 _USER_ENV = frozenset(os.environ)  # Ray settings the user chose are left alone
-
-
-def supported_ray() -> str:
-    """The Ray versions the installed project allows (its ``ray[tune]`` requirement), e.g. ``>=2.60,<2.61``."""
-    from packaging.requirements import Requirement
-
-    try:
-        requirements = importlib.metadata.requires(PROJECT) or []
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-    for text in requirements:
-        requirement = Requirement(text)
-        if requirement.name == "ray" and requirement.marker is None:
-            return str(requirement.specifier)
-    return ""
-
-
-def check_ray_version(version: str | None = None) -> None:
-    """Refuse, in one line, a Ray outside the range ``pyproject.toml`` allows (:func:`supported_ray`)."""
-    from packaging.specifiers import SpecifierSet
-
-    if version is None:
-        import ray
-
-        version = ray.__version__
-    allowed = supported_ray()
-    if allowed and not SpecifierSet(allowed).contains(version, prereleases=True):
-        raise SSOTError(f"Ray {version} is installed, but the search reads Ray's saved state as Ray {allowed} writes it "
-                        f"(tune/state.py). Install a supported Ray: pip install 'ray[tune]{allowed}'.")
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -168,12 +133,9 @@ class Cluster:
 def quiet_ray(verbose: int) -> None:
     """The environment Ray Tune reads, set before it starts (a user's own settings are kept)."""
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    # Ray saves its state (what --resume restores) every 10 s or more, longer when a save is slow;
-    # every 5 s keeps a killed driver's loss small (checkpoints are removed only once it is saved)
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "5")
     if verbose < 2:  # one line per errored trial (TrialLines), not Ray's whole traceback
         os.environ.setdefault("TUNE_PRINT_ALL_TRIAL_ERRORS", "0")
-        # a failing storage: the one line of the search (and of LiveOutputs), not Ray's traceback every 5 s
+        # a failing storage: the one line of the search (and of its live files), not Ray's traceback every 5 s
         for name in ("ray.train._internal.syncer", "ray.tune.execution.experiment_state"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
 
@@ -186,7 +148,6 @@ def connected(options: SearchOptions, cpus_per_trial: float, *, address: str | N
     down at the end, its processes ended by :mod:`tune.reaper` if this driver is killed."""
     import ray
 
-    check_ray_version()
     quiet_ray(options.verbose)
     started_ray = not ray.is_initialized()
     # MPS for trials that share a GPU: found or started before Ray, whose workers inherit its environment

@@ -1,11 +1,18 @@
 """Run (or resume) a hyperparameter search of SSOT on one task with Ray Tune: :func:`run_search`.
 
-The experiment itself: the checks of what exists (:mod:`tune.resume`), the searcher, the scheduler
-and the trials' parameters, then Ray Tune's run on the machine :mod:`tune.cluster` connects to,
-with the options of :mod:`tune.options`. An experiment's files (``experiment.json``,
-``trials.csv``, ``best_config.json`` in ``<storage_path>/<name>/<task>/``) and the best-trial rule
-are owned by :mod:`ssot.results`; the tidy outputs are built by :mod:`tune.outputs` and written
-through :mod:`ssot.results.storage`.
+    from tune.experiment import run_search
+    from tune.options import SearchOptions
+    outcome = run_search(SearchOptions(task="digits", num_samples=20))   # a SearchOutcome
+
+:func:`run_search` is the one entry point of a search from Python (``tune/search.py`` is its
+command line). The experiment itself: the checks of what exists (:mod:`tune.resume`), its record
+(:mod:`tune.record`: the Optuna study and the trials' files, repaired after a stop), the sampler
+and the configs asked first, then a Ray Tune run of the units left on the machine
+:mod:`tune.cluster` connects to (:mod:`tune.searcher`), with the options of :mod:`tune.options`.
+An experiment's files (``experiment.json``, ``trials.csv``, ``best_config.json`` in
+``<storage_path>/<name>/<task>/``) and the best-trial rule are owned by :mod:`ssot.results`; the
+tidy outputs are built by :mod:`tune.outputs` from the record and written through
+:mod:`ssot.results.storage`.
 """
 from __future__ import annotations
 
@@ -31,20 +38,16 @@ from ssot.results.lock import ExperimentLock
 from ssot.results.metrics import DIRECTIONS, LABEL_FREE
 from ssot.results.trials import ERRORED, RUNNING, asha_rungs
 from tune import choices, resume, warmstart
-from tune.cluster import Cluster, check_reachable, connected, cpu_share, trials_of
-
-# TrialLines and DropEndedCheckpoints stay importable from here: Ray pickles a search's callbacks
-# by their module path and restores them on --resume.
-from tune.live import DropEndedCheckpoints, KeepLastGood, LiveOutputs, TrialLines, recorded  # noqa: F401
+from tune.cluster import Cluster, check_reachable, connected, cpu_share
+from tune.live import TrialLines
 from tune.members import TRIAL_FORMAT
 from tune.options import SearchOptions, base_config, check_options, experiment_root
-from tune.optuna_study import StudyMirror, check_study, public_url, study_name
-from tune.outputs import SearchOutcome, expected_trials, trial_frame, write_outputs
+from tune.outputs import SearchOutcome, write_outputs
+from tune.record import RAY_DIR, Record, check_study, public_url, study_name
 from tune.replay import Reference, read_reference
-from tune.searcher import StudySearcher, StudySync
-from tune.space import ray_grid_space
+from tune.searcher import RecordCallback, RecordScheduler, StudySearcher
 from tune.tracker_loggers import tracker_callbacks
-from tune.trial import METRIC_KEY, PRETRAINED_DIR, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
+from tune.trial import METRIC_KEY, PRETRAINED_DIR, RECORD_KEY, REDUCTION_KEY, RUNGS_KEY, load_state, pretrained_path, run_trial, trial_dirname
 
 
 # ---------------------------------------------------------------------------- the search
@@ -65,8 +68,6 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
                           f"`python -m ssot.features --task {base.task} --out CACHE.pt`).")
     reference = read_reference(options.configs_from, base.task) if options.configs_from else None
     warm = warmstart.source_paths(options.warm_start) if options.warm_start is not None else []
-    if warm:
-        warmstart.check_optuna()
     if reference is not None:
         options = replace(options, num_samples=len(reference.configs), space=dict(reference.space))
     # fail fast, before Ray starts, on a missing dataset or unknown task (the images listed, the
@@ -99,26 +100,33 @@ def run_search(options: SearchOptions, *, address: str | None = None, num_cpus: 
         if options.optuna_storage:  # a bad URL, or a study of that name for a new search, is refused before Ray starts
             check_study(options.optuna_storage, study_name(root.rsplit("/", 1)[-1], base.task), new=not exists)
         rungs, stopping = early_stopping(options, base.epochs)
-        # the sources are read for a new search; a resumed one compares their paths with experiment.json's
+        # a resumed search compares the sources' paths with experiment.json's before it reads them
         sources = warmstart.read_sources(warm, base.task, options.space) if warm and not exists else []
         wanted = search_meta(options, base, root, reference, rungs,
                              [s.meta() for s in sources] if sources else [{"path": p} for p in warm])
-        info, restore = resume.resumed(path, wanted, options.verbose) if exists else (wanted, False)
+        info = resume.resumed(path, wanted) if exists else wanted
         if isinstance(info, SearchOutcome):  # finished already
             return info
         info["choices"] = made.record()  # this run's (a resumed search records its last run's, like mps)
-        if warm and not sources and not restore:  # a resumed search that Ray had not saved yet starts anew
+        if warm and not sources:
             sources = warmstart.read_sources(warm, base.task, options.space)
         if options.trackers:  # a missing package or an unusable tracking URI is refused before Ray starts
             options = replace(options, callbacks=[*options.callbacks, *tracker_callbacks(options.trackers, root.rsplit("/", 1)[-1], base.task, base.epochs)])
+        info["status"] = RUNNING
+        info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own
+        storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")  # before its record
+        record = open_record(options, base, path, info, reference, sources)
+        for line in record.repair():
+            print(f"{base.task}: {line}", flush=True)
+        if not record.units_left():  # every config ended: the outputs, without Ray
+            return _run(options, base, root, path, None, info, record, rungs)
         with connected(options, cpus, address=address, num_cpus=num_cpus) as cluster:
             if options.verbose:
                 print(f"{base.task}: {cluster.describe(options, why)}", flush=True)
                 print(f"{base.task}: {stopping}", flush=True)
             if options.verbose and sources:
                 print(f"{base.task}: {warmstart.describe(sources)}", flush=True)
-            return _run(options, base, root, path, cluster, info, restore=restore, reference=reference, rungs=rungs,
-                        sources=sources)
+            return _run(options, base, root, path, cluster, info, record, rungs)
 
 
 def check_pretrained(root: str, base: SSOTConfig) -> None:
@@ -149,61 +157,57 @@ def search_meta(options: SearchOptions, base: SSOTConfig, root: str, reference: 
                     early_stop=bool(rungs), rungs=list(rungs), grace_period=options.grace_period,
                     reduction_factor=options.reduction_factor, base_config=base.to_dict(), validator_directions=DIRECTIONS,
                     optuna_storage=public_url(options.optuna_storage) if options.optuna_storage else None,
-                    optuna_study=study_name(name, base.task) if options.optuna_storage else None,
+                    optuna_study=study_name(name, base.task),
                     population=options.population, trial_format=TRIAL_FORMAT,
                     features=cache_provenance(base.features_path) if base.features_path else None,
                     elapsed_s=0.0, warm_start=warm_start or None,
                     **{REFERENCE_KEY: reference.meta() if reference else None})
 
 
-def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster, info: dict[str, Any], *,
-         restore: bool, reference: Reference | None, rungs: tuple[int, ...],
-         sources: list[warmstart.Source] | None = None) -> SearchOutcome:
-    epochs = base.epochs
-    cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
-    trainable = ray_tune.with_resources(run_trial, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
-                                                    **options.trial_resources})
-    if restore:
-        tuner = ray_tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=True)
-    else:  # a new search, or one stopped before Ray saved anything: started with experiment.json's settings
-        searcher = _searcher(options, base, cluster.slots, info.get("optuna_study"), reference, sources)
-        tuner = ray_tune.Tuner(
-            trainable,
-            param_space=_param_space(options, base, cluster, cache_dir, rungs),
-            tune_config=ray_tune.TuneConfig(
-                metric=options.metric, mode=metrics.metric(options.metric).direction,
-                search_alg=searcher, scheduler=_scheduler(options, epochs, rungs), num_samples=trials_of(options),
-                # a searcher limits itself to the free slots (tune.searcher); Ray's limit is for the grid
-                max_concurrent_trials=options.max_concurrent if searcher is None else None,
-                reuse_actors=True, trial_dirname_creator=trial_dirname,
-            ),
-            run_config=ray_tune.RunConfig(
-                name=base.task, storage_path=root, verbose=max(0, options.verbose - 1),
-                callbacks=([TrialLines(path)] if options.verbose >= 1 else []) + [LiveOutputs(path, info), KeepLastGood(path)]
-                + [DropEndedCheckpoints(keep_last=options.keep_checkpoints)]
-                + ([StudySync(searcher)] if searcher is not None and searcher.mirror is not None else [])
-                + list(options.callbacks),
-                # Ray keeps every checkpoint; DropEndedCheckpoints removes those its saved state no longer needs
-                checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=None),
-                failure_config=ray_tune.FailureConfig(max_failures=options.max_failures),
-            ),
-        )
-    info["status"] = RUNNING
-    info["mps"] = cluster.mps  # this run's (a resumed search records its last run's)
-    info.setdefault("max_failures", options.max_failures)  # a resumed search keeps its own (Ray restores it)
+def _run(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster | None, info: dict[str, Any],
+         record: Record, rungs: tuple[int, ...]) -> SearchOutcome:
+    """A Ray Tune run of the units the record has left (none without a ``cluster``), then the outputs."""
     started = time.monotonic()
     earlier = float(info.get("elapsed_s") or 0.0)  # a resumed search adds its runs' wall times
     try:
-        storage.write_text(storage.join(path, EXPERIMENT_FILE), json.dumps(info, indent=2) + "\n")
-        _fit(tuner)
-        trials = recorded(path)
-        finished = len(trials) >= expected_trials(info) and all(t.ended for t in trials)
-        info["retries"] = {t.trial_id: min(t.failures, int(info["max_failures"])) for t in trials if t.failures}
+        try:
+            if cluster is not None:
+                info["mps"] = cluster.mps  # this run's (a resumed search records its last run's)
+                _fit(_tuner(options, base, root, path, cluster, record, rungs))
+        finally:
+            record.close()
+        frame = record.frame()
+        retries = dict(info.get("retries") or {})
+        for unit, count in record.retries.items():
+            retries[unit] = min(retries.get(unit, 0) + count, int(info["max_failures"]))
+        info["retries"] = retries
         info["elapsed_s"] = round(earlier + time.monotonic() - started, 1)
-        return write_outputs(path, info, trial_frame(trials, info), finished)
+        return write_outputs(path, info, frame, record.finished())
     except Exception as exc:  # noqa: BLE001 - a storage that failed mid-search is named in one line; anything else is raised
         info["elapsed_s"] = round(earlier + time.monotonic() - started, 1)
         raise storage_failure(path, info, exc) from None
+
+
+def _tuner(options: SearchOptions, base: SSOTConfig, root: str, path: str, cluster: Cluster, record: Record,
+           rungs: tuple[int, ...]) -> Any:
+    """Ray Tune's run of the record's units (:mod:`tune.searcher`), its own files in ``ray/``."""
+    cache_dir = storage.join(root, PRETRAINED_DIR)  # local, NFS or object storage: every node shares it
+    trainable = ray_tune.with_resources(run_trial, {"cpu": cluster.cpus_per_trial, "gpu": cluster.gpus_per_trial,
+                                                    **options.trial_resources})
+    direction = metrics.metric(options.metric).direction or "max"
+    lines = [TrialLines(path, record.configs_ended)] if options.verbose >= 1 else []
+    return ray_tune.Tuner(
+        trainable,
+        param_space={**_param_space(options, base, cluster, cache_dir, rungs), RECORD_KEY: path},
+        tune_config=ray_tune.TuneConfig(
+            metric=options.metric, mode=direction, search_alg=StudySearcher(record, options.metric, direction, cluster.slots),
+            scheduler=RecordScheduler(record), num_samples=record.units_left(), reuse_actors=True,
+            trial_dirname_creator=trial_dirname),
+        run_config=ray_tune.RunConfig(
+            name=RAY_DIR, storage_path=path, verbose=max(0, options.verbose - 1),
+            callbacks=[RecordCallback(record), *lines, *options.callbacks],
+            failure_config=ray_tune.FailureConfig(max_failures=options.max_failures)),
+    )
 
 
 def _fit(tuner: Any) -> Any:
@@ -243,35 +247,35 @@ def storage_failure(path: str, info: dict[str, Any], exc: BaseException) -> Base
 
 
 # ---------------------------------------------------------------------------- searcher, scheduler, parameters
-def _searcher(options: SearchOptions, base: SSOTConfig, slots: int, study: str | None = None,
-              reference: Reference | None = None, sources: list[warmstart.Source] | None = None) -> StudySearcher | None:
-    """The search's searcher (:mod:`tune.searcher`; none for a grid): TPE or random sampling,
-    seeded, asking the paper's default config first (TPE) or a reference's configs in order
-    (``--configs-from``), or warm-started: the sources' best configs, then the default, and TPE
-    informed by their trials (:mod:`tune.warmstart`); its study copied to ``--optuna-storage``."""
+def open_record(options: SearchOptions, base: SSOTConfig, path: str, info: dict[str, Any], reference: Reference | None = None,
+                sources: list[warmstart.Source] | None = None) -> Record:
+    """The record of the search at ``path`` (:class:`tune.record.Record`), with its sampler (TPE or
+    random, seeded per config; warm-started from ``sources``) and the configs asked first: the
+    paper's default config (TPE), a reference's configs in order (``--configs-from``), the
+    sources' best configs then the default (``--warm-start``), or the cells of the grid."""
     import optuna
 
+    space = spaces.optuna_space(options.space) if options.search != "grid" else spaces.grid_distributions(options.space)
+    points: list[dict[str, Any]] = []
     if options.search == "grid":
-        return None
-    sampler: optuna.samplers.BaseSampler
-    if options.search == "tpe" and sources:
-        sampler = warmstart.WarmStartSampler(sources, spaces.optuna_space(options.space), seed=options.seed,
-                                             constant_liar=options.members > 1)
-        points = warmstart.first_points(sources, spaces.default_point(options.space, base))
-    elif options.search == "tpe":
-        # the members of a trial are asked together: constant_liar counts the pending ones as bad,
-        # so TPE spreads them instead of drawing them all near the current best
-        sampler = optuna.samplers.TPESampler(seed=options.seed, multivariate=True, constant_liar=options.members > 1)
-        points = [spaces.default_point(options.space, base)]
-    else:
-        sampler = optuna.samplers.RandomSampler(seed=options.seed)
-        points = []
-    if reference is not None:
+        points = spaces.grid_points(options.space) * options.num_samples
+    elif reference is not None:
         points = list(reference.configs)
-    direction = metrics.metric(options.metric).direction or "max"
-    mirror = StudyMirror(options.optuna_storage, study, direction, options.metric) if options.optuna_storage and study else None
-    return StudySearcher(spaces.optuna_space(options.space), options.metric, direction, sampler, members=options.members,
-                         total=options.num_samples, max_epochs=base.epochs, enqueued=points, slots=slots, mirror=mirror)
+    elif options.search == "tpe":
+        default = spaces.default_point(options.space, base)
+        points = warmstart.first_points(sources, default) if sources else [default]
+
+    def sampler(index: int) -> Any:
+        seed = options.seed * 1_000_003 + index  # the k-th config's, whatever stopped before it
+        if options.search == "tpe" and sources:
+            return warmstart.WarmStartSampler(sources, space, seed=seed, constant_liar=options.members > 1)
+        if options.search == "tpe":
+            # the members of a trial are asked together: constant_liar counts the pending ones as bad,
+            # so TPE spreads them instead of drawing them all near the current best
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=options.members > 1)
+        return optuna.samplers.RandomSampler(seed=seed)
+
+    return Record(path, info, space, sampler, points, url=options.optuna_storage, keep_last=options.keep_checkpoints)
 
 
 def early_stopping(options: SearchOptions, epochs: int) -> tuple[tuple[int, ...], str]:
@@ -289,16 +293,6 @@ def early_stopping(options: SearchOptions, epochs: int) -> tuple[tuple[int, ...]
                    f"1/{options.reduction_factor} at each)")
 
 
-def _scheduler(options: SearchOptions, epochs: int, rungs: tuple[int, ...]) -> Any:
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
-
-    if options.members > 1 or not rungs:
-        return FIFOScheduler()  # a population stops its members at ASHA's rungs itself
-    # metric and mode come from TuneConfig (Ray refuses them twice for a scheduler)
-    return ASHAScheduler(time_attr="training_iteration", max_t=epochs,
-                         grace_period=options.grace_period, reduction_factor=options.reduction_factor)
-
-
 def _param_space(options: SearchOptions, base: SSOTConfig, cluster: Cluster, cache_dir: str | None,
                  rungs: tuple[int, ...]) -> dict[str, Any]:
     constants = {k: v for k, v in base.to_dict().items() if k not in options.space or options.space[k]["type"] == "fixed"}
@@ -307,8 +301,7 @@ def _param_space(options: SearchOptions, base: SSOTConfig, cluster: Cluster, cac
     constants["device"] = "cuda" if cluster.gpus_per_trial > 0 else "cpu"
     # DataLoader workers beyond the trial's CPU share would oversubscribe the node.
     constants["num_workers"] = min(base.num_workers, int(cluster.cpus_per_trial))
-    if options.search == "grid":
-        constants.update(ray_grid_space(options.space))
     # early stopping inside a trial of several members (a trial of one has no one to rank against)
-    constants[RUNGS_KEY], constants[REDUCTION_KEY], constants[METRIC_KEY] = list(rungs), options.reduction_factor, options.metric
+    inside = list(rungs) if options.members > 1 else []  # a config per trial: ASHA across trials (tune.record)
+    constants[RUNGS_KEY], constants[REDUCTION_KEY], constants[METRIC_KEY] = inside, options.reduction_factor, options.metric
     return constants

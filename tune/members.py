@@ -26,10 +26,11 @@ Results
     (:func:`report`). With one member, the lead is that member.
 
 Member ids
-    ``p<k>-m<i>-<Ray trial id>`` for member ``i`` of the ``k``-th trial proposed, zero-padded so
-    that ids sort in the order the configs were proposed (the best-trial rule's tie-break); in a
-    search of one config per trial the member's id is its Ray trial's (:func:`member_id`), so its
-    rows, its trial folder and its tracker runs share one id.
+    ``t<k>`` for the ``k``-th config of a search of one config per trial (the trial and its only
+    member share the id), ``p<u>-m<i>`` for member ``i`` of the ``u``-th population
+    (:func:`unit_ids`), zero-padded so that ids sort in the order the configs were proposed (the
+    best-trial rule's tie-break). They are the search's record's (:mod:`tune.record`): the same
+    config keeps its id whatever stopped and resumed the search.
 
 The status a member ends with (``trials.csv``'s, and through :mod:`tune.searcher` the Optuna
 trial's state) is :func:`member_status`.
@@ -43,9 +44,10 @@ from typing import Any
 from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING
 
-#: ``experiment.json``'s ``trial_format`` of a search whose trials have this module's shape;
-#: searches started by earlier versions (one trainable per kind of trial) lack it and are not resumed.
-TRIAL_FORMAT = 2
+#: ``experiment.json``'s ``trial_format`` of a search whose trials have this module's shape and whose
+#: record is :mod:`tune.record`; searches started by earlier versions (2: their record was Ray's
+#: saved state; none: one trainable per kind of trial) are not resumed.
+TRIAL_FORMAT = 3
 #: The key of a trial's params (its members' searched values) and of its results (their entries).
 MEMBERS_KEY = "members"
 #: The separator of Ray's flattened result columns (``members/<id>/<name>``).
@@ -57,17 +59,14 @@ REPORTED = ("epoch", *REPORTED_METRICS)
 
 
 # ---------------------------------------------------------------------------- ids and params
-def member_id(trial_id: str, proposed: int, trials: int, index: int, size: int) -> str:
-    """The id of member ``index`` of the ``proposed``-th trial (counted from 0, of ``trials``) of a
-    search of ``size`` configs per trial, whose Ray trial is ``trial_id``: the Ray trial id itself
-    when ``size`` is 1, else ``p<proposed>-m<index>-<trial_id>`` (module docstring)."""
+def unit_ids(config: int, unit: int, count: int, size: int, total: int) -> tuple[str, list[str]]:
+    """The id of a new trial and of its ``count`` members: the ``unit``-th trial of a search of
+    ``total`` configs, ``size`` per trial, whose first member is its ``config``-th config (module docstring)."""
+    width = max(4, len(str(max(0, total - 1))))
     if size == 1:
-        return str(trial_id)
-    return f"p{proposed:0{_digits(trials)}d}-m{index:0{_digits(size)}d}-{trial_id}"
-
-
-def _digits(count: int) -> int:
-    return max(2, len(str(max(0, count - 1))))
+        return f"t{config:0{width}d}", [f"t{config:0{width}d}"]
+    first = f"p{unit:0{width}d}"
+    return first, [f"{first}-m{index:0{max(2, len(str(size - 1)))}d}" for index in range(count)]
 
 
 def proposal(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ class SearchOptions:
     verbose: int = 1  # 0 silent, 1 a line per finished trial, 2 also Ray's progress tables
     metric: str = DEFAULT_METRIC  # what the search optimises and selects on (ssot.results.metrics)
     keep_checkpoints: bool = False  # keep the last checkpoint of trials that ended (disk: one per trial)
-    optuna_storage: str | None = None  # database URL of the Optuna study (tune.optuna_study.optuna_storage), e.g. sqlite:///optuna.db
+    optuna_storage: str | None = None  # database URL of the search's Optuna study (tune.record), e.g. sqlite:///optuna.db
     callbacks: list[Any] = field(default_factory=list)  # more Ray Tune callbacks (after the search's own)
     trackers: list[str] = field(default_factory=list)  # experiment trackers to log to (tune.trackers.TRACKERS)
     #: Times a failed trial (its node lost, its worker killed, an exception) is restarted from its
@@ -101,7 +101,7 @@ class SearchOptions:
         if self.population is not None and not (isinstance(self.population, int) and self.population >= 1):
             raise ConfigError(f"--population must be an int >= 1. Got {self.population!r} instead.")
         if self.population is not None and self.search == "grid":
-            raise ConfigError("--population proposes members from an Optuna study: use --search tpe or random, not grid.")
+            raise ConfigError("--population screens sampled configs: use --search tpe or random, not grid.")
         if self.configs_from is not None and self.search == "grid":
             raise ConfigError("--configs-from replays an experiment's configs: use --search tpe or random, not grid.")
         if self.warm_start is not None and self.search != "tpe":
@@ -111,8 +111,6 @@ class SearchOptions:
         if self.max_concurrent is not None and self.max_concurrent < 1:
             raise ConfigError(f"--max-concurrent must be an int >= 1. Got {self.max_concurrent!r} instead.")
         spaces.validate_space(self.space)
-        if self.optuna_storage is not None and self.search == "grid":
-            raise ConfigError("--optuna-storage stores the study of --search tpe or random; --search grid uses no Optuna study.")
         if self.search == "grid" and not spaces.is_grid(self.space):
             raise ConfigError("--search grid needs a grid space (the paper's lambda grid). Got a sampled space.")
         if self.search != "grid" and spaces.is_grid(self.space):

@@ -1,9 +1,9 @@
 """An experiment's tidy outputs, from its trials' results: ``trials.csv``, ``best_config.json``, the summary.
 
 :func:`trial_frame` is the one place that turns trials' results (:class:`TrialHistory`: what each
-Ray trial reported, in :mod:`tune.members`' format) into the rows of ``trials.csv``, one per
-member and epoch: the live files of a running search (:class:`tune.live.LiveOutputs`) and its
-final files (:func:`tune.live.recorded`) are built by it alike.
+trial reported, in :mod:`tune.members`' format) into the rows of ``trials.csv``, one per member
+and epoch: the live files of a running search and its final files are built by it alike, from the
+search's record (:meth:`tune.record.Record.trials`).
 
 Pure results work (no Ray import, no training): the format itself and the best-trial rule are
 owned by :mod:`ssot.results`; files are written through :mod:`ssot.results.storage`.
@@ -33,15 +33,15 @@ ENDED = ("TERMINATED", "ERROR")
 
 @dataclass
 class TrialHistory:
-    """One Ray trial as the search's outputs need it.
+    """One trial (a unit of the record: a config, or a population) as the search's outputs need it.
 
     Attributes
     ----------
-    trial_id : Ray's trial id.
+    trial_id : its id (:func:`tune.members.unit_ids`).
     config : its params (a config and its members, :mod:`tune.members`).
     results : what it reported, oldest first, earlier drivers' runs included: result dicts as Ray's
-        callbacks receive them, or the flattened rows of Ray's saved results.
-    status : Ray's status (``PENDING``, ``RUNNING``, ``TERMINATED``, ``ERROR``...).
+        callbacks receive them (nested or flattened, :func:`tune.members.entries`).
+    status : Ray's vocabulary of its state (``PENDING``, ``RUNNING``, ``TERMINATED``, ``ERROR``).
     error : the last line of its error when it errored, else None.
     failures : times Ray restarted it after a failure.
     """

@@ -1,10 +1,10 @@
 """What ``--resume`` checks before anything runs, and what exists in an experiment folder.
 
 A search continues exactly the experiment it started: :func:`check_same_settings` refuses flags
-that ask for another one; :func:`resumed` reads ``experiment.json`` and says whether Ray has a
-saved state to restore (:func:`tune.state.check_resumable`: a corrupt one is refused, a missing
-checkpoint rebuilt). :func:`recorded` tells an experiment from a folder that holds nothing of one
-(a driver killed in its first seconds leaves only its lock: that name is free again).
+that ask for another one; :func:`resumed` reads ``experiment.json`` (what continues from there is
+the record's: :meth:`tune.record.Record.repair`). :func:`recorded` tells an experiment from a
+folder that holds nothing of one (a driver killed in its first seconds leaves only its lock: that
+name is free again).
 """
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from ssot.results import storage
 from ssot.results.experiment import EXPERIMENT_FILE, FINISHED
 from ssot.results.lock import LOCK_FILE
 from ssot.results.trials import ERRORED
-from tune import state
 from tune.members import TRIAL_FORMAT
-from tune.outputs import SearchOutcome, collect, expected_trials
+from tune.outputs import SearchOutcome, collect
 
 #: The settings of experiment.json that a resumed search keeps, with the flags that set them.
 RESUMED_SETTINGS = {"max_epochs": "--epochs", "num_samples": "--num-samples", "search": "--search", "metric": "--metric",
@@ -38,7 +37,7 @@ def recorded(path: str) -> bool:
 
 def check_same_settings(recorded: dict[str, Any], wanted: dict[str, Any], path: str) -> None:
     """Refuse a ``--resume`` whose flags ask for another experiment than the one recorded in
-    ``experiment.json`` (Ray restores the recorded one and would ignore them silently).
+    ``experiment.json`` (the record continues the recorded one and would ignore them silently).
 
     Runtime fields (:data:`ssot.config.RUNTIME_FIELDS`: device, data root, loader workers...) may
     differ; settings that an older ``experiment.json`` lacks are not compared.
@@ -65,29 +64,10 @@ def _shown(value: Any) -> str:
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
-def restorable(path: str, info: dict[str, Any], verbose: int) -> bool:
-    """Whether a resumed search has Ray state to restore (:func:`tune.state.check_resumable`:
-    a corrupt one is refused), after its last good copy is put back
-    (:func:`tune.state.restore_last_good`: Ray's files cut short or of two saves by a driver killed
-    while Ray wrote them); a checkpoint it would restore a trial from but that is gone is rebuilt
-    (:func:`tune.state.repair_checkpoints`)."""
-    for line in state.restore_last_good(path):  # a driver killed while Ray wrote its state
-        print(f"{info['task']}: {line}", flush=True)
-    fs, folder = storage.filesystem(path)
-    if not state.check_resumable(fs, folder, path, int(info["max_epochs"]), expected_trials(info)):
-        return False
-    rows = collect(path).trials
-    statuses = rows.groupby("trial_id")["status"].last().to_dict() if len(rows) else {}
-    for line in state.repair_checkpoints(fs, folder, statuses, int(info["max_epochs"])):
-        if verbose:
-            print(f"{info['task']}: trial {line}", flush=True)
-    return True
-
-
-def resumed(path: str, wanted: dict[str, Any], verbose: int) -> tuple[dict[str, Any] | SearchOutcome, bool]:
+def resumed(path: str, wanted: dict[str, Any]) -> dict[str, Any] | SearchOutcome:
     """The checks of ``--resume``, before Ray starts: ``experiment.json`` readable, the same settings
-    (:func:`check_same_settings`), Ray's state sound (:func:`restorable`). Returns the recorded
-    ``experiment.json`` and whether Ray's state is restored, or the outcome of a finished search."""
+    (:func:`check_same_settings`), a search of this version. Returns the recorded
+    ``experiment.json``, or the outcome of a finished search."""
     info = storage.read_json(storage.join(path, EXPERIMENT_FILE))
     if info is None:
         raise SSOTError(f"--resume: {storage.join(path, EXPERIMENT_FILE)} is missing or not valid JSON, so the experiment "
@@ -97,9 +77,9 @@ def resumed(path: str, wanted: dict[str, Any], verbose: int) -> tuple[dict[str, 
         done = collect(path)  # older experiments were marked finished with errored trials in them
         if done.trials.empty or not (done.trials["status"] == ERRORED).any():
             print(f"{info['task']}: experiment {path} already finished; nothing to resume.")
-            return done, False
+            return done
     if info.get("trial_format") != TRIAL_FORMAT:
-        raise SSOTError(f"--resume: experiment {path} was started by an earlier version of the search, whose Ray state holds "
-                        "trials of another shape, so it cannot be continued; its results so far stay in trials.csv. Start a "
-                        "new search with another --name.")
-    return info, restorable(path, info, verbose)
+        raise SSOTError(f"--resume: experiment {path} was started by an earlier version of the search, whose record is "
+                        "Ray's saved state, so it cannot be continued; its results so far stay in trials.csv. Start a new "
+                        "search with another --name.")
+    return info

@@ -111,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION)")
     r.add_argument("--name", help="experiment name, a folder under --storage-path (default: ssot-<task>)")
     r.add_argument("--resume", action="store_true", help="continue an existing experiment of this name")
-    r.add_argument("--optuna-storage", metavar="URL", help="keep the Optuna study in this database (sqlite:///PATH) to watch the "
-                                                          "search live with `optuna-dashboard URL`; study <name>/<task>")
+    r.add_argument("--optuna-storage", metavar="URL", help="keep the search's Optuna study (its record, study <name>/<task>) in "
+                                                          "this database (sqlite:///PATH, postgresql://...) instead of the "
+                                                          "experiment folder's study.journal; watch it with `optuna-dashboard URL`")
     r.add_argument("--tracker", action="append", default=[], choices=TRACKERS,
                    help="also log every trial (parameters, each epoch's metrics, status) to this tracker (repeatable): "
                         "MLflow at $MLFLOW_TRACKING_URI (else sqlite:///./mlflow.db), TensorBoard event files in the "
@@ -248,8 +249,10 @@ def next_commands(path: str, info: dict[str, object]) -> list[str]:
              f"    python analysis/sensitivity.py {root}                       # the dashboard: {root}/dashboard.html",
              f"    python tune/confirm.py {root} --top 3 --seeds 1 2 3         # re-run the top 3 configs on new seeds",
              f"    python tune/export.py {root} --out configs                  # the best config of every task"]
-    if info.get("optuna_storage"):
-        lines.append(f"    optuna-dashboard {info['optuna_storage']}   # the Optuna study {info.get('optuna_study')}")
+    from tune.record import STUDY_FILE
+
+    study = info.get("optuna_storage") or f"{path}/{STUDY_FILE}"
+    lines.append(f"    optuna-dashboard {study}   # the Optuna study {info.get('optuna_study')}: the search's record")
     return lines
 
 

@@ -13,7 +13,7 @@ from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback
 
 from tune.members import member_status
-from tune.optuna_study import study_name
+from tune.record import study_name
 from tune.trackers import STATUS_TAG, check_trackers, mlflow_uri, wandb_dir
 
 __all__ = ["tracker_callbacks", "MLflowLogger", "OfflineWandbLogger"]
@@ -51,7 +51,7 @@ class MLflowLogger(MLflowLoggerCallback):
         self.max_epochs = max_epochs
 
     def log_trial_start(self, trial: Any) -> None:
-        self.tags = {**(self.tags or {}), "trial_id": trial.trial_id}
+        self.tags = {**(self.tags or {}), "trial_id": trial.config.get("_unit", trial.trial_id)}  # its id in trials.csv
         super().log_trial_start(trial)
 
     def log_trial_end(self, trial: Any, failed: bool = False) -> None:

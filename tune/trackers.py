@@ -2,30 +2,31 @@
 
 ``python tune/search.py --tracker mlflow --tracker tensorboard --tracker wandb-offline`` adds Ray
 Tune's logger callbacks to the search (:func:`tune.tracker_loggers.tracker_callbacks`). Each Ray trial becomes one run of
-the tracker, with the trial's parameters (its whole config), every epoch's metrics (the target
-accuracy, every validator, the losses, ``diverged``; step = Ray's training iteration = the epoch)
-and how it ended. A trial reports in :mod:`tune.members`' format: in a search of one config per
+the tracker, with the trial's parameters (its whole config, with ``_unit``, its id in ``trials.csv``),
+every epoch's metrics (the target accuracy, every validator, the losses, ``diverged``, ``epoch``;
+step = Ray's training iteration, the epoch unless ``--resume`` continued the trial: its run then
+starts at the epoch it continues from) and how it ended. A trial reports in :mod:`tune.members`' format: in a search of one config per
 trial the run's parameters and metrics are that config's (and again under
 ``members/<trial id>/``); a trial of P > 1 configs (``--population``) logs its first member's
 config and its lead member's metrics at the top, and every member's under ``members/<id>/``:
 
 ``mlflow``
     :class:`MLflowLogger` (Ray's ``MLflowLoggerCallback``): the MLflow experiment
-    ``<name>/<task>`` (the name of the Optuna study too), one run per trial named after it, tagged
-    with ``trial_id`` and ``task``; the run ends ``FINISHED`` or ``FAILED`` (Ray's view) and is
+    ``<name>/<task>`` (the name of the Optuna study too), one run per Ray trial, tagged with
+    ``trial_id`` (its id in ``trials.csv``) and ``task``; the run ends ``FINISHED`` or ``FAILED`` (Ray's view) and is
     tagged ``ssot_status`` with the trial's status in ``trials.csv`` (``completed``,
     ``early-stopped``, ``diverged``, ``errored``). The tracking URI is ``$MLFLOW_TRACKING_URI``,
     else MLflow's own default made absolute: ``sqlite:///<current folder>/mlflow.db``
     (``mlflow ui --backend-store-uri`` that URL shows it).
 ``tensorboard``
-    Ray's ``TBXLoggerCallback``: event files in each trial's folder (``tensorboard --logdir
-    <storage-path>/<name>``); every epoch's scalars, and the trial's searched values with its
+    Ray's ``TBXLoggerCallback``: event files in each Ray trial's folder (``<task>/ray/<trial id>_<Ray
+    trial id>/``; ``tensorboard --logdir <storage-path>/<name>``); every epoch's scalars, and the trial's searched values with its
     last metrics in TensorBoard's HParams tab. TensorBoard has no notion of a run's status: the
     ``diverged`` scalar and the number of epochs say how a trial ended.
 ``wandb-offline``
     :class:`OfflineWandbLogger` (Ray's ``WandbLoggerCallback`` in W&B's offline mode: nothing is
-    sent anywhere): W&B project ``<name>``, group ``<task>``, one offline run per trial in
-    ``wandb/offline-run-<date>-<trial id>/`` under ``$WANDB_DIR``, else under the current folder
+    sent anywhere): W&B project ``<name>``, group ``<task>``, one offline run per Ray trial in
+    ``wandb/offline-run-<date>-<Ray trial id>/`` under ``$WANDB_DIR``, else under the current folder
     (W&B's own default), with the config (plus ``ssot_status`` at the end) and every epoch's
     metrics; ``wandb sync wandb/offline-run-*`` uploads them later. (Not in the trial folders:
     Ray copies those to the storage path when a trial ends, before W&B has finished writing.)

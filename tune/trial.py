@@ -4,13 +4,15 @@
 as one :class:`ssot.population.Population` (a population of one is exactly its config's
 :class:`ssot.trainer.Trainer` run, any backbone, solver and precision; more members are stacked on
 a feature cache) and reports every epoch (:func:`tune.members.report`: one entry per member, the
-lead member's at the top) with a checkpoint of every member (:data:`tune.state.STATE_FILE`) and of
-the trial's reports so far (:data:`tune.state.HISTORY_FILE`: what ``trials.csv`` is built from,
-whatever became of Ray's ``result.json``). Ray restarts a trial from its last checkpoint after a
-failure and ``--resume`` continues it there.
+lead member's at the top). Before each report it records the epoch in its unit's files
+(:class:`tune.record.UnitFiles`: its reports so far, then the members' state), so that whoever
+runs the unit again (Ray after a lost node or an error, ``--resume`` after the driver stopped)
+continues from its newest state.
 
 Besides the config, a trial's params carry private keys starting with ``_``:
 
+``_unit``, ``_record``
+    the unit's id and the experiment folder (local or a URI) that holds its files (:mod:`tune.record`).
 ``_pretrain_cache``
     a folder (or a URI: object storage) where the source-only model is stored once per
     pretraining config and seed: every trial of a search starts adaptation from the same
@@ -18,8 +20,8 @@ Besides the config, a trial's params carry private keys starting with ``_``:
     does not depend on the searched fields).
 ``_rungs``, ``_reduction_factor``, ``_metric``
     the early-stopping rungs applied inside the population (:func:`tune.experiment.early_stopping`:
-    none when Ray's ASHA stops trials), its reduction factor, and the search's metric (the
-    rungs' ranking and the lead entry).
+    none for a config per trial, which ASHA stops across trials), its reduction factor, and the
+    search's metric (the rungs' ranking and the lead entry).
 
 A diverging member (non-finite loss) reports ``target_acc = 0.0`` and every validator at
 :func:`ssot.results.metrics.worst_value` (finite, so ASHA can cut it and Optuna can learn from it
@@ -31,8 +33,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -48,9 +48,10 @@ from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import DIVERGED, EARLY_STOPPED
 from ssot.trainer import Trainer
 from tune import members as member_results
-from tune.state import ENDED_FILE, HISTORY_FILE, STATE_FILE, read_history
+from tune.record import UnitFiles
 
-#: The trial's private params of early stopping inside it and of its metric.
+#: The trial's private params: its unit and the experiment folder of its files, early stopping inside it and its metric.
+UNIT_KEY, RECORD_KEY = "_unit", "_record"
 RUNGS_KEY, REDUCTION_KEY, METRIC_KEY = "_rungs", "_reduction_factor", "_metric"
 #: The folder, beside an experiment's task folders (``<storage>/<name>/_pretrained``), of the
 #: source-only models its trials share (``_pretrain_cache``).
@@ -63,44 +64,41 @@ def config_of(params: dict[str, Any]) -> SSOTConfig:
 
 
 def run_trial(params: dict[str, Any]) -> None:
-    """Train a trial's members under Ray Tune, reporting every epoch with a checkpoint (module docstring)."""
-    listed = member_results.members_of(params, tune.get_context().get_trial_id())
+    """Train a trial's members under Ray Tune, recording and reporting every epoch (module docstring)."""
+    unit = str(params[UNIT_KEY])
+    listed = member_results.members_of(params, unit)
     ids, configs = list(listed), [config_of(p) for p in listed.values()]
     chosen = metric_spec(params.get(METRIC_KEY) or DEFAULT_METRIC)
     population = Population(configs, task_of(configs[0]), rungs=params.get(RUNGS_KEY) or (),
                             reduction_factor=int(params.get(REDUCTION_KEY) or 3), metric=chosen.name)
-    ended, state, history = restored(STATE_FILE, population.device)
-    if ended:  # the trial had ended (tune.state.repair_checkpoints)
-        return
-    if state is not None:
-        population.load_state_dict(state)
+    files = UnitFiles(str(params[RECORD_KEY]), unit)
+    saved = files.latest()
+    history = saved.history if saved is not None else []
+    if saved is not None:
+        population.load_state_dict(load_state(saved.state, f"the state {files.folder}/epoch-{saved.epoch}.pt", population.device))
     else:
         population.pretrain(lambda host: pretrain_shared(host, params.get("_pretrain_cache")))
         if not population.alive:  # every member diverged in the shared pretraining: no accuracy at all
             entries = {ids[m.index]: member_results.diverged_entry(0, m.record["reason"], None) for m in population.members}
-            _report(member_results.report(entries, chosen.name, chosen.direction or "max"), history, ended=True)
+            _report(member_results.report(entries, chosen.name, chosen.direction or "max"), files, history, 0, None)
             return
     while population.alive:
         touched = population.adapt_epoch()
         entries = {ids[m.index]: _entry(m, population.epoch, configs[m.index].epochs) for m in touched}
-        _report(member_results.report(entries, chosen.name, chosen.direction or "max"), history, population.state_dict())
+        _report(member_results.report(entries, chosen.name, chosen.direction or "max"), files, history, population.epoch,
+                population.state_dict() if population.alive else None)
 
 
-def _report(result: dict[str, Any], history: list[dict[str, Any]] | None, state: dict[str, Any] | None = None,
-            ended: bool = False) -> None:
-    """Report ``result`` to Ray with a checkpoint holding the members' ``state`` (or, for a trial that
-    ``ended`` without one, :data:`tune.state.ENDED_FILE`) and the trial's ``history`` with ``result``
-    appended (:data:`tune.state.HISTORY_FILE`; ``history`` None: restored from a checkpoint of an
-    earlier version, which had none: none is written)."""
-    with tempfile.TemporaryDirectory() as folder:
-        if state is not None:
-            torch.save(state, Path(folder) / STATE_FILE)
-        if ended:
-            (Path(folder) / ENDED_FILE).write_text(json.dumps({"ended": "before any epoch"}))
-        if history is not None:
-            history.append(result)
-            (Path(folder) / HISTORY_FILE).write_text(json.dumps(history))
-        tune.report(result, checkpoint=tune.Checkpoint.from_directory(folder))
+def _report(result: dict[str, Any], files: UnitFiles, history: list[dict[str, Any]], epoch: int,
+            state: dict[str, Any] | None) -> None:
+    """Record ``result`` in the unit's files (its history with ``result`` appended, then the members'
+    ``state``: None when nothing is left to train), then report it to Ray."""
+    history.append(result)
+    buffer = io.BytesIO()
+    if state is not None:
+        torch.save(state, buffer)
+    files.write(epoch, history, buffer.getvalue() if state is not None else None)
+    tune.report(result)
 
 
 def _entry(member: Any, epoch: int, max_epochs: int) -> dict[str, Any]:
@@ -110,23 +108,6 @@ def _entry(member: Any, epoch: int, max_epochs: int) -> dict[str, Any]:
     entry = member_results.epoch_entry(member.epochs[-1], member.record, final=epoch >= max_epochs)
     entry[member_results.EARLY_STOPPED_FLAG] = int(member.status == EARLY_STOPPED)
     return entry
-
-
-def restored(filename: str, device: Any) -> tuple[bool, dict[str, Any] | None, list[dict[str, Any]] | None]:
-    """This trial's checkpoint, as ``(ended, state, history)``: ``(False, None, [])`` without one;
-    ``ended`` True for a checkpoint of a trial that had ended (made by
-    :func:`tune.state.repair_checkpoints`, or reported with its end: the trainable returns at once);
-    else the state in its file ``filename``, loaded safely (:func:`load_state`), and the reports it
-    descends from (:data:`tune.state.HISTORY_FILE`; None in a checkpoint of an earlier version)."""
-    checkpoint = tune.get_checkpoint()
-    if checkpoint is None:
-        return False, None, []
-    with checkpoint.as_directory() as folder:
-        if (Path(folder) / ENDED_FILE).is_file():
-            return True, None, None
-        data = (Path(folder) / filename).read_bytes()
-        history = read_history((Path(folder) / HISTORY_FILE).read_bytes()) if (Path(folder) / HISTORY_FILE).is_file() else None
-    return False, load_state(data, f"the trial's checkpoint {checkpoint.path}/{filename}", device), history
 
 
 #: The task data of the last trial this worker process ran, by the config's ``task`` group
@@ -175,8 +156,8 @@ def load_state(data: bytes, what: str, device: Any = "cpu") -> dict[str, Any]:
 
 
 def trial_dirname(trial: Any) -> str:
-    """Short trial folder names (Ray's default repeats the whole config)."""
-    return f"trial_{trial.trial_id}"
+    """Ray's folder of a trial: its unit and Ray's trial id (Ray's default repeats the whole config)."""
+    return f"{trial.config.get(UNIT_KEY, 'trial')}_{trial.trial_id}"
 
 
 def pretrain_shared(trainer: Trainer, cache_dir: str | None) -> None:

@@ -9,41 +9,40 @@ Two things carry over from the sources (each a finished search of another task, 
    given, a config equal to one before it (in every sampled field) asked once; then the paper's
    default config (the first config of a cold TPE search), unless a source's best equals it.
    Then the sampler proposes (:func:`first_points`).
-2. **The sampler is informed by their trials**: :class:`WarmStartSampler`, a multivariate TPE
-   whose two densities (Bergstra et al. 2011: ``l`` of the good configs, ``g`` of the others)
-   hold each source's trials beside the target's own, down-weighted. Each source is split by
-   its *own* ranking, never by values compared across tasks (an accuracy of 0.4 is a good
-   result on H2P and a collapse on digits): its full-budget trials (those that reached the last
-   epoch, ranked by the source's metric) give its top ``gamma(n)`` to ``l`` (Optuna's default
-   ``gamma``: the top 10 %, at most 25, at least 1) and the rest to ``g``; its trials that ASHA
-   stopped early, which it judged below the survivors at a rung, and its diverged trials go to
-   ``g`` only, never with their truncated values. Each source trial weighs ``w_s / S`` of a
-   target trial (``S`` sources), so the sources together weigh as much as one search of their
-   average size while they all count, and less and less against the target's own trials as
-   those accumulate (TPE's ``l`` holds 10 % of them).
+2. **The sampler is informed by their trials**: :class:`WarmStartSampler`, built from Optuna's
+   public parts only. For each proposal it fills a scratch in-memory study with the sources'
+   trials and the target's own, each valued by its *rank within its own search* (1 for the best,
+   down to 1/n), never by values compared across tasks (an accuracy of 0.4 is a good result on
+   H2P and a collapse on digits), and asks Optuna's multivariate ``TPESampler`` on that study.
+   A search is ranked as TPE ranks a study's trials: its full-budget trials (those that reached
+   the last epoch) by its metric, then the trials ASHA stopped (a later rung first), then the
+   diverged ones; so TPE's good density ``l`` holds the top ``gamma(n)`` of every search at
+   once (Optuna's ``gamma``: the top 10 %, at most 25). The target's running trials go in as
+   running (TPE's ``constant_liar``, for the members of a population asked together).
 
-   The weight ``w_s`` is the source's similarity to the target, measured on the target's own
-   trials: Spearman's rank correlation between the source's TPE acquisition
-   ``log l_s(x) - log g_s(x)`` at each target trial's config and that trial's value at the last
-   epoch all the target's ended trials reached (under ASHA, the first rung: so every trial counts
-   from the first results on, not only the few that reach the last epoch), floored at 0 (a
-   source whose good region does not rank the target's results drops out); 1 for every source
-   until :data:`MIN_SIMILARITY_TRIALS` target trials have ended. This is the idea
-   of Watanabe et al.'s meta-learning TPE (IJCAI 2023; OptunaHub's ``MetaLearnTPESampler``),
-   simplified: that sampler weighs tasks by the overlap of their good regions and ignores the
-   sources until the target has its own startup trials; ours uses the sources from the first
-   proposal. ``MetaLearnTPESampler`` itself does not run here: it is fetched at run time from
-   GitHub by ``optunahub.load_module``, declares Optuna 4.1, and calls Optuna's private
-   ``_split_trials`` with an argument Optuna 5 removed (a TypeError). This sampler also reaches
-   into Optuna's TPE (``_build_parzen_estimator``, ``_ParzenEstimator`` with per-observation
-   weights): :func:`check_optuna` refuses ``--warm-start`` in one line on an Optuna without them.
+   Each source counts with ``w_s / S`` of its trials (``S`` sources; every k-th of its ranked
+   trials, so its ranking keeps its shape): the sources together weigh as one search of their
+   average size, and less and less against the target's own trials as those accumulate. The
+   weight ``w_s`` is the source's similarity to the target, measured on the target's own
+   trials: Spearman's rank correlation between the source's rank at each target trial's config
+   (the mean rank of its 3 nearest source configs, each field scaled to [0, 1], log fields in
+   log) and that trial's value at the last epoch all the target's ended trials reached (under
+   ASHA, the first rung: every trial counts from the first results on), floored at 0 (a source
+   whose good region does not rank the target's results drops out); 1 for every source until
+   :data:`MIN_SIMILARITY_TRIALS` target trials have ended. This is the idea of Watanabe et al.'s
+   meta-learning TPE (IJCAI 2023; OptunaHub's ``MetaLearnTPESampler``), simplified: that
+   sampler weighs tasks by the overlap of their good regions inside Optuna's private TPE code
+   (``_split_trials``, with an argument Optuna 5 removed: it does not run on Optuna 5), and
+   ignores the sources until the target has its own startup trials; ours uses the sources from
+   the first proposal. An earlier version of this sampler also reached into Optuna's private TPE
+   (weighted ``_ParzenEstimator``); this one needs no private name, so it runs on every Optuna
+   the project allows.
 
 The sources are read from their task folders, local or at a URI (:func:`read_sources`,
 :mod:`ssot.results.storage`); a source that is missing, not finished, of the target's own task,
 searched in another space, or given twice is refused in one line before anything runs.
 ``experiment.json`` records them (``warm_start``, :meth:`Source.meta`), and ``--resume`` refuses
-other sources (:func:`tune.resume.check_same_settings`). The sampler and its sources are saved
-with the searcher in Ray's state, so a resumed search does not read the sources again.
+other sources (:func:`tune.resume.check_same_settings`) and reads them again.
 """
 from __future__ import annotations
 
@@ -54,7 +53,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from optuna.samplers import TPESampler
+import optuna
+from optuna.samplers import BaseSampler, RandomSampler, TPESampler
+from optuna.trial import TrialState
 
 from ssot.errors import ConfigError, ResultsError
 from ssot.results import storage
@@ -62,11 +63,13 @@ from ssot.results.trials import DIVERGED, EARLY_STOPPED, ranked_trials
 from tune.replay import read_finished, sampled_values
 
 __all__ = ["FLAG", "MIN_SIMILARITY_TRIALS", "Source", "read_sources", "source_paths", "first_points", "gamma",
-           "describe", "WarmStartSampler", "check_optuna"]
+           "describe", "WarmStartSampler"]
 
 FLAG = "--warm-start"
 #: Ended target trials (completed, or stopped at a rung) before the sources are weighed by their similarity (before: weight 1).
 MIN_SIMILARITY_TRIALS = 5
+#: Source configs whose ranks predict a target config's (its nearest ones).
+NEIGHBOURS = 3
 
 
 def gamma(n: int) -> int:
@@ -176,23 +179,41 @@ def describe(sources: list[Source]) -> str:
             f"configs first, then TPE informed by their {sum(len(s.good) + len(s.bad) for s in sources)} trials")
 
 
-def check_optuna() -> None:
-    """Refuse ``--warm-start`` on an Optuna whose TPE lacks what :class:`WarmStartSampler` uses."""
-    import optuna
+def _coords(configs: list[dict[str, Any]], space: dict[str, Any]) -> np.ndarray:
+    """The configs as points of [0, 1]^d: each field scaled by its range, log fields in log, a
+    choice by its index."""
+    columns = []
+    for name, dist in space.items():
+        if isinstance(dist, optuna.distributions.CategoricalDistribution):
+            values = [dist.choices.index(c[name]) / max(1, len(dist.choices) - 1) for c in configs]
+        else:
+            scale = np.log if dist.log else np.asarray
+            low, high = scale(float(dist.low)), scale(float(dist.high))
+            values = [(scale(float(c[name])) - low) / (high - low) for c in configs]
+        columns.append(np.asarray(values, dtype=float))
+    return np.stack(columns, axis=1) if columns else np.zeros((len(configs), 0))
 
-    try:
-        from optuna.samplers._tpe.parzen_estimator import _ParzenEstimator  # noqa: F401
-    except ImportError:
-        ok = False
-    else:
-        ok = all(hasattr(TPESampler, name) for name in ("_build_parzen_estimator", "_get_internal_repr"))
-    if not ok:
-        raise ConfigError(f"{FLAG} needs the TPE internals of Optuna 4-5 (weighted Parzen estimators); Optuna "
-                          f"{optuna.__version__} lacks them. Install optuna>=4,<6 or search without {FLAG}.")
+
+def _ranks(count: int) -> np.ndarray:
+    """The rank values of ``count`` trials ordered best first: 1, ..., 1/count."""
+    return 1.0 - np.arange(count) / max(count, 1)
 
 
-def _internal(configs: list[dict[str, Any]], space: dict[str, Any]) -> dict[str, np.ndarray]:
-    return {name: np.asarray([dist.to_internal_repr(c[name]) for c in configs], dtype=float) for name, dist in space.items()}
+def _target_ranked(study: Any, exclude: int | None) -> list[Any]:
+    """The target's ended trials best first, as TPE ranks them: completed by value, then stopped
+    (a later step first, then the value there), then diverged."""
+    sign = -1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else 1.0
+
+    def key(t: Any) -> tuple[int, float, float]:
+        if t.state == TrialState.COMPLETE and t.user_attrs.get("status") != DIVERGED:
+            return (0, 0.0, -sign * float(t.value))
+        if t.state == TrialState.PRUNED and t.intermediate_values:
+            step = max(t.intermediate_values)
+            return (1, -step, -sign * t.intermediate_values[step])
+        return (2, 0.0, 0.0)
+
+    ended = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)) if t.number != exclude]
+    return sorted(ended, key=key)
 
 
 def _observed(study: Any, fields: set[str]) -> tuple[list[dict[str, Any]], list[float]]:
@@ -216,8 +237,8 @@ def _observed(study: Any, fields: set[str]) -> tuple[list[dict[str, Any]], list[
     return params, values
 
 
-class WarmStartSampler(TPESampler):
-    """Multivariate TPE whose densities also hold the source searches' trials (module docstring).
+class WarmStartSampler(BaseSampler):
+    """Multivariate TPE on the ranks of the target's trials and the sources' (module docstring).
 
     Parameters
     ----------
@@ -227,43 +248,48 @@ class WarmStartSampler(TPESampler):
     """
 
     def __init__(self, sources: list[Source], space: dict[str, Any], *, seed: int | None = None, constant_liar: bool = False):
-        super().__init__(seed=seed, multivariate=True, constant_liar=constant_liar, n_startup_trials=0)
         self._space = {k: d for k, d in space.items() if not d.single()}
-        self._sources = [(s.task, list(s.good), list(s.bad)) for s in sources]
+        self._sources = [[*s.good, *s.bad] for s in sources]  # each source's trials, best first
+        self._rng, self._liar = np.random.RandomState(seed), constant_liar  # a new TPE seed for each proposal
+        self._independent = RandomSampler(seed=seed)
         #: each source's current weight w_s (its similarity to the target, 1 until measured)
         self.source_weights = np.ones(len(self._sources))
-        self._densities: list[tuple[Any, Any]] | None = None  # each source's own (l, g), built on first use
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_densities": None}
 
     # ------------------------------------------------------------------ Optuna's sampler interface
     def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
         return dict(self._space)  # the sources inform every field from the first proposal
 
     def sample_relative(self, study: Any, trial: Any, search_space: dict[str, Any]) -> dict[str, Any]:
-        if search_space:
-            self.source_weights = self.similarities(study)
-        return super().sample_relative(study, trial, search_space)
+        if not search_space:
+            return {}
+        self.source_weights = self.similarities(study)
+        trials = []
+        for ranked, weight in zip(self._sources, self.source_weights):
+            keep = round(weight / len(self._sources) * len(ranked))
+            for i in np.unique(np.linspace(0, len(ranked) - 1, keep).round().astype(int)) if keep else []:
+                trials.append(self._ranked(ranked[i], _ranks(len(ranked))[i], search_space))
+        target = _target_ranked(study, trial.number)
+        trials += [self._ranked(t.params, r, search_space) for t, r in zip(target, _ranks(len(target))) if search_space.keys() <= t.params.keys()]
+        if self._liar:
+            trials += [optuna.trial.create_trial(state=TrialState.RUNNING, params={k: t.params[k] for k in search_space},
+                                                 distributions=search_space)
+                       for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                       if t.number != trial.number and search_space.keys() <= t.params.keys()]
+        scratch = optuna.create_study(direction="maximize", sampler=TPESampler(
+            seed=int(self._rng.randint(2**31 - 1)), multivariate=True, constant_liar=self._liar, n_startup_trials=0))
+        scratch.add_trials(trials)
+        return dict(scratch.ask(search_space).params)
 
-    def _build_parzen_estimator(self, study: Any, search_space: dict[str, Any], trials: list[Any], handle_below: bool) -> Any:
-        from optuna.samplers._tpe.parzen_estimator import _ParzenEstimator
+    def sample_independent(self, study: Any, trial: Any, param_name: str, param_distribution: Any) -> Any:
+        return self._independent.sample_independent(study, trial, param_name, param_distribution)
 
-        observations = [self._get_internal_repr(trials, search_space, study)]
-        n = len(next(iter(observations[0].values()))) if search_space else 0
-        weights = [_ParzenEstimator._call_weights_func(self._parzen_estimator_parameters.weights, n)]
-        for (_, good, bad), w in zip(self._sources, self.source_weights):
-            configs = good if handle_below else bad
-            if w > 0 and configs:
-                observations.append(_internal(configs, search_space))
-                weights.append(np.full(len(configs), w / len(self._sources)))
-        merged = {name: np.concatenate([o[name] for o in observations]) for name in search_space}
-        return _ParzenEstimator(merged, search_space, self._parzen_estimator_parameters, np.concatenate(weights).astype(float))
+    @staticmethod
+    def _ranked(config: dict[str, Any], rank: float, space: dict[str, Any]) -> Any:
+        return optuna.trial.create_trial(value=float(rank), params={k: config[k] for k in space}, distributions=space)
 
     # ------------------------------------------------------------------ similarity
     def similarities(self, study: Any) -> np.ndarray:
         """Each source's weight ``w_s`` now (module docstring)."""
-        import optuna
         from scipy.stats import spearmanr
 
         params, observed = _observed(study, set(self._space))
@@ -271,23 +297,17 @@ class WarmStartSampler(TPESampler):
             return np.ones(len(self._sources))
         sign = -1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else 1.0
         values = sign * np.asarray(observed)
-        points = _internal(params, self._space)
-        weights = np.zeros(len(self._sources))
         if np.ptp(values) == 0:
             return np.ones(len(self._sources))
-        for i, (good_l, bad_g) in enumerate(self._source_densities()):
-            score = good_l.log_pdf(points) - bad_g.log_pdf(points)
+        points = _coords(params, self._space)
+        weights = np.zeros(len(self._sources))
+        for i, ranked in enumerate(self._sources):
+            if not ranked:
+                continue
+            distances = np.linalg.norm(points[:, None, :] - _coords(ranked, self._space)[None, :, :], axis=2)
+            nearest = np.argsort(distances, axis=1)[:, :NEIGHBOURS]
+            score = _ranks(len(ranked))[nearest].mean(axis=1)
             if np.ptp(score) > 0:
                 rho = float(spearmanr(score, values).statistic)
                 weights[i] = max(0.0, rho) if math.isfinite(rho) else 0.0
         return weights
-
-    def _source_densities(self) -> list[tuple[Any, Any]]:
-        from optuna.samplers._tpe.parzen_estimator import _ParzenEstimator
-
-        if self._densities is None:
-            self._densities = [(_ParzenEstimator(_internal(good, self._space), self._space, self._parzen_estimator_parameters),
-                                _ParzenEstimator(_internal(bad, self._space), self._space, self._parzen_estimator_parameters))
-                               for _, good, bad in self._sources]
-        return self._densities
-

@@ -10,10 +10,10 @@ A space is a dict ``{config_field: spec}``; a spec is one of::
     {"type": "fixed", "value": 1.0}
 
 The one owner of the spec: ``tune`` builds and checks a search's space here (:func:`validate_space`
-where it enters), samples it through :func:`optuna_space`; ``analysis`` reads it back from
+where it enters), samples it through :func:`optuna_space` (a grid through :func:`grid_points`); ``analysis`` reads it back from
 ``experiment.json`` with the same rule for a bad spec (:func:`check_spec`) and turns it into the
 distributions its importance evaluators need (:func:`distribution`, widened to the values
-observed). No torch, no Ray (Ray's grid is ``tune/space.py``); Optuna is imported only to build
+observed). No torch, no Ray; Optuna is imported only to build
 distributions. Any field of :class:`ssot.config.SSOTConfig` may be searched; the command line
 exposes the four of the paper.
 """
@@ -184,3 +184,19 @@ def optuna_space(space: Space) -> dict[str, Any]:
         if dist is not None:
             out[name] = dist
     return out
+
+
+def grid_distributions(space: Space) -> dict[str, Any]:
+    """The grid fields of ``space`` as Optuna distributions: a choice among the grid's values (the
+    study of a ``--search grid``, which asks every cell in turn, :func:`grid_points`)."""
+    import optuna.distributions as od
+
+    return {name: od.CategoricalDistribution(list(spec["values"])) for name, spec in space.items() if spec["type"] == "grid"}
+
+
+def grid_points(space: Space) -> list[dict[str, Any]]:
+    """Every cell of the grid of ``space`` (the grid fields' values; the first field varies slowest)."""
+    import itertools
+
+    names = [name for name, spec in space.items() if spec["type"] == "grid"]
+    return [dict(zip(names, cell)) for cell in itertools.product(*(space[name]["values"] for name in names))]

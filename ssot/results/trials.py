@@ -20,6 +20,7 @@ applies :func:`best_trial` / :func:`ranked_trials`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -53,6 +54,23 @@ def asha_rungs(grace_period: int, reduction_factor: int, max_epochs: int) -> tup
         return ()
     count = int(math.log(max_epochs / grace_period) / math.log(reduction_factor) + 1)  # Ray's MAX_RUNGS, s = 0
     return tuple(grace_period * reduction_factor**k for k in range(count))
+
+
+def rung_survivors(count: int, reduction_factor: int) -> int:
+    """How many of ``count`` results at a rung go on: the top ``ceil(count / reduction_factor)``,
+    at least one (ASHA's rule, Li et al. 2020; a population's rungs keep as many of its members)."""
+    return max(1, math.ceil(count / reduction_factor))
+
+
+def asha_continues(value: float, values: Sequence[float], reduction_factor: int, direction: str) -> bool:
+    """Whether a trial whose value at a rung is ``value`` goes on (asynchronous ASHA): it is among
+    the top :func:`rung_survivors` of ``values``, every value recorded at that rung so far (its
+    own included), ties going on; a value that is not finite never does."""
+    if not math.isfinite(value):
+        return False
+    sign = 1.0 if direction == "max" else -1.0
+    ranked = sorted((sign * v for v in values if math.isfinite(v)), reverse=True)
+    return sign * value >= ranked[min(rung_survivors(len(values), reduction_factor), len(ranked)) - 1]
 
 
 def trial_columns(params: list[str] | tuple[str, ...]) -> list[str]:

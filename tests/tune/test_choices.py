@@ -39,8 +39,9 @@ def _search(capsys, data, storage, name, *extra):
     from tests.fixtures import fake_ray
     from tune import search
 
-    fake_ray.install()
-    code = search.main(["--task", "A2W", "--data-root", str(data), "--storage-path", str(storage), "--name", name, *TINY, *extra])
+    with pytest.MonkeyPatch.context() as patch:
+        fake_ray.install(patch.setattr)
+        code = search.main(["--task", "A2W", "--data-root", str(data), "--storage-path", str(storage), "--name", name, *TINY, *extra])
     out = capsys.readouterr()
     info = json.loads((storage / name / "A2W" / "experiment.json").read_text()) if code != 2 else None
     return code, out, info

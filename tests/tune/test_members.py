@@ -27,7 +27,7 @@ def flattened(result: dict) -> dict:
 
 
 def population(status: str = "TERMINATED", error: str | None = None, flat: bool = False) -> TrialHistory:
-    ids = [members.member_id("abc", 2, 11, i, 3) for i in range(3)]
+    ids = members.unit_ids(6, 2, 3, 3, 11)[1]
     params = members.proposal({t: {"lambda_ot": 0.1 * (i + 1), "lambda_ent": 1.0, "eps": 1.0, "potential_width": 64}
                                for i, t in enumerate(ids)})
     reports = [
@@ -42,11 +42,11 @@ def population(status: str = "TERMINATED", error: str | None = None, flat: bool 
 
 
 def test_member_ids_sort_in_the_order_the_configs_were_proposed_and_one_config_is_its_trial():
-    ids = [members.member_id(ray_id, k, 12, i, 64) for k, ray_id in enumerate(["f0", "a1", "c2"]) for i in range(64)]
-    assert sorted(ids) == ids and ids[0] == "p00-m00-f0" and ids[-1] == "p02-m63-c2"
-    assert members.member_id("x", 3, 200, 5, 256) == "p003-m005-x"
-    assert members.member_id("3f2a1b0c", 7, 20, 0, 1) == "3f2a1b0c"  # one config per trial: its row, folder and runs share the id
-    grid = {"lambda_ot": 0.1, "epochs": 3}  # a grid cell: Ray proposes the config itself
+    ids = [m for u in range(3) for m in members.unit_ids(64 * u, u, 64, 64, 192)[1]]
+    assert sorted(ids) == ids and ids[0] == "p0000-m00" and ids[-1] == "p0002-m63" and len(set(ids)) == 192
+    assert members.unit_ids(15, 3, 2, 256, 20000) == ("p00003", ["p00003-m000", "p00003-m001"])  # a last population of 2
+    assert members.unit_ids(7, 7, 1, 1, 20) == ("t0007", ["t0007"])  # one config per trial: the trial and its member share the id
+    grid = {"lambda_ot": 0.1, "epochs": 3}  # params without members: one member, the trial
     assert members.members_of(grid, "r1") == {"r1": grid}
     proposed = members.proposal({"m0": {"lambda_ot": 0.5}, "m1": {"lambda_ot": 2.0}})
     assert proposed["lambda_ot"] == 0.5  # a full config at the top: the first member's

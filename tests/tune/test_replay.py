@@ -34,7 +34,7 @@ def test_a_reference_gives_its_configs_in_trial_order_with_their_types(tmp_path)
 def test_populations_need_a_cache_and_a_sampler_and_are_refused_before_ray_starts(tmp_path):
     with pytest.raises(ConfigError, match="--population trains configs on a feature cache; pass --features"):
         run_search(SearchOptions(task="digits", population=4, storage_path=str(tmp_path / "r")))
-    with pytest.raises(ConfigError, match="--population proposes members from an Optuna study: use --search tpe or random"):
+    with pytest.raises(ConfigError, match="--population screens sampled configs: use --search tpe or random"):
         SearchOptions(task="digits", population=4, search="grid", space={}).validate()
     with pytest.raises(ConfigError, match="--population must be an int >= 1"):
         SearchOptions(task="digits", population=0).validate()

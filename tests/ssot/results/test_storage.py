@@ -1,119 +1,15 @@
-"""`ssot/results/storage.py` on a real local S3 server (moto): search, export, dashboard, confirm."""
+"""`ssot/results/storage.py` on a real local S3 server (moto): a store that cannot be used, the lock,
+warm-start sources. A search in object storage, stopped, killed, resumed and read by export, the
+dashboard and confirm: `tests/tune/test_search.py` (its kill test runs there)."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import time
 
-import pandas as pd
 import pytest
 
-from tests.fixtures import REPO
-
-moto_server = pytest.importorskip("moto.server")  # moto[server], the test extra
+pytest.importorskip("moto.server")  # moto[server], the test extra
 from tests.fixtures.ray_cluster import free_port  # noqa: E402
-
-SEARCH = [sys.executable, str(REPO / "tune" / "search.py")]
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    """A moto S3 server on 127.0.0.1 and the standard AWS variables that point pyarrow (and Ray) at it."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-    yield env
-    server.stop()
-
-
-@pytest.fixture
-def s3(s3_server, monkeypatch, request):
-    """A new bucket (named after the test) in the server, with the AWS variables set."""
-    import boto3
-
-    for key, value in s3_server.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
-    bucket = request.node.name.replace("_", "-")[:50].strip("-")
-    boto3.client("s3", endpoint_url=s3_server["AWS_ENDPOINT_URL"]).create_bucket(Bucket=bucket)
-    return bucket
-
-
-def _keys(bucket: str, prefix: str) -> list[str]:
-    import pyarrow.fs
-
-    fs, path = pyarrow.fs.FileSystem.from_uri(f"s3://{bucket}/{prefix}")
-    return [i.path for i in fs.get_file_info(pyarrow.fs.FileSelector(path, recursive=True, allow_not_found=True))]
-
-
-def _read(bucket: str, key: str) -> str:
-    from ssot.results import storage
-
-    text = storage.read_text(f"s3://{bucket}/{key}")
-    assert text is not None, key
-    return text
-
-
-@pytest.mark.slow
-def test_a_search_in_object_storage_resumes_and_is_read_by_export_and_the_dashboard(s3, tmp_path):
-    import os
-
-    from analysis import sensitivity
-    from tune import export
-
-    uri = f"s3://{s3}/runs"
-    args = ["--task", "digits", "--num-samples", "2", "--epochs", "3", "--set", "pretrain_epochs=1",
-            "--set", "iters_per_epoch=8", "--max-concurrent", "1", "--num-cpus", "2", "--no-early-stop",
-            "--storage-path", uri, "--name", "s3exp", "--quiet"]
-    search = subprocess.Popen([*SEARCH, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ)
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and search.poll() is None:
-            if any("/checkpoint_" in k for k in _keys(s3, "runs/s3exp/digits")):
-                break
-            time.sleep(0.5)
-        search.send_signal(signal.SIGINT)  # Ctrl-C after the first checkpoint: Ray saves its state to S3
-        out, _ = search.communicate(timeout=120)
-    finally:
-        if search.poll() is None:
-            search.kill()
-    assert search.returncode == 130, out[-3000:]
-    assert json.loads(_read(s3, "runs/s3exp/digits/experiment.json"))["status"] == "running"
-    resumed = subprocess.run([*SEARCH, *args, "--resume"], capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-
-    keys = _keys(s3, "runs/s3exp")
-    names = {k.rsplit("/", 1)[-1] for k in keys}
-    assert {"experiment.json", "trials.csv", "best_config.json"} <= names
-    assert any(n.startswith("experiment_state") for n in names) and any(n.startswith("searcher-state") for n in names)
-    assert [k for k in keys if "/_pretrained/pretrained-" in k]  # the shared source-only model
-    assert not [k for k in keys if "/checkpoint_" in k]  # dropped when each trial ended
-    assert any(k.endswith("/runs/s3exp/digits/.ssot-state/last-good.json") for k in keys)  # the last good copy of Ray's state (tune.state)
-    assert len([k for k in keys if k.endswith("/history.json")]) == 2  # each trial's history, kept once it ended
-    frame = pd.read_csv(pd.io.common.StringIO(_read(s3, "runs/s3exp/digits/trials.csv")))
-    assert frame["trial_id"].nunique() == 2 and (frame["status"] == "completed").all()
-    for _, rows in frame.groupby("trial_id"):  # the interrupted trial continued from its checkpoint
-        assert list(rows["epoch"]) == [1, 2, 3]
-    best = json.loads(_read(s3, "runs/s3exp/digits/best_config.json"))
-
-    assert export.main([uri, "--out", str(tmp_path / "configs")]) == 0
-    assert json.loads((tmp_path / "configs" / "digits.json").read_text()) == best
-    page = tmp_path / "dashboard.html"
-    assert sensitivity.main([uri, "--out", str(page), "--no-images"]) == 0
-    text = page.read_text()
-    assert "digits" in text and f'data-trial="{json.loads(_read(s3, "runs/s3exp/digits/experiment.json"))["best_trial"]}"' in text
-    assert f"{uri}/s3exp/digits" in text and "ssot-experiments-" not in text  # the URI, not the temporary copy
-    # tune/confirm.py reads its candidates from the store too (training them is tested locally)
-    from tune import confirm, confirmation
-
-    warnings: list[str] = []
-    (top,) = confirmation.gather_candidates(uri, 1, warnings.append)
-    assert top.experiment == f"{uri}/s3exp/digits" and top.config.to_dict() == best and not warnings
-    assert confirm.main([uri, "--top", "1"]) == 2  # its outputs are local: --out is needed
 
 
 def test_an_unreachable_store_is_one_line_and_exit_2_before_any_trial(monkeypatch, capsys):
