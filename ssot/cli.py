@@ -19,11 +19,13 @@ entry point         module / file                          what it does
 ``ssot-ablation``   ``python tune/ablation.py``            the paper's ablations over seeds
 ``ssot-solvers``    ``python tune/solvers.py``             the OT solvers compared
 ``ssot-transfer``   ``python tune/transfer.py``            each task's best config replayed on every task
+``ssot-study``      ``python tune/study.py``               a whole study: every task screened, confirmed, finalised
 ``ssot-dashboard``  ``python analysis/sensitivity.py``     the sensitivity dashboard
 ``ssot-selection``  ``python analysis/selection.py``       regret of label-free selection
 ``ssot-proxy``      ``python analysis/proxy.py``           how screens rank configs against end-to-end runs
 ``ssot-paper-figures`` ``python analysis/paper_figures.py`` the paper's figures from run records
 ``ssot-atlas``      ``python analysis/atlas.py``           the atlas across tasks: importance, tunability, transfer
+``ssot-study-page`` ``python analysis/study.py``           a study's index page: its outputs, agreement, cost
 ==================  =====================================  ==========================================
 
 Exit statuses (the same for every command)
