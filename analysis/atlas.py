@@ -24,12 +24,13 @@ from pathlib import Path
 
 from ssot import cli
 from ssot.errors import ResultsError
+from ssot.results import outputs
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line (it imports the atlas's figure modules: :func:`main` builds it under
     :func:`ssot.cli.run`, so Ctrl-C during those imports is ``interrupted``, exit 130)."""
-    from analysis.dashboard.static import DEFAULT_FORMATS, FORMATS
+    from analysis.dashboard.static import add_figure_flags
     from analysis.data.tunability import N_BOOTSTRAP
 
     parser = cli.Parser(prog="python analysis/atlas.py", description=__doc__.split("\n\n")[0])
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the folder of tune/transfer.py's replays (default: the one found under RESULTS, if any)")
     parser.add_argument("--bootstrap", type=int, default=N_BOOTSTRAP, metavar="N",
                         help="bootstrap resamples of the tunability's intervals (0: no intervals, the fastest)")
-    cli.add_figure_flags(parser, FORMATS, DEFAULT_FORMATS)
+    add_figure_flags(parser)
     return parser
 
 
@@ -97,7 +98,7 @@ def atlas(args: argparse.Namespace) -> int:
                                "every search and transfer folder (e.g. RESULTS/atlas).")
     new = [ATLAS_FILE] + ([] if args.no_images else [f"{ATLAS_FIGURES_DIR}/{n}" for n in static_names(
         [g.label for g in chosen.groups], args.format)])
-    cli.check_output(args.out, "--out", folder=True, new=new)
+    outputs.check_output(args.out, "--out", folder=True, new=new)
     result = build_atlas_page(searches, args.out, root=str(args.results_dir), transfer=transfer,
                               notes=notes, view=args.view, n_bootstrap=args.bootstrap, images=not args.no_images,
                               image_format=args.format, log=print, atlas=chosen)

@@ -22,6 +22,7 @@ from matplotlib import pyplot as plt  # noqa: E402  (the Agg backend: analysis.m
 from analysis.data.paper_runs import FigureError, class_weight_info, find_paper_inputs, paper_input_paths, read_feature_map, read_record
 from analysis.mpl.paper import class_weight_figure, feature_map_figure, solver_figure
 from ssot import cli
+from ssot.results import outputs
 
 
 def _save(fig: plt.Figure, out: Path) -> Path:
@@ -50,7 +51,7 @@ def draw(args: argparse.Namespace) -> int:
 def _draw(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise FigureError(f"The '--out' argument must end in .png, .pdf or .svg. Got {args.out.name!r} instead.")
-    cli.check_output(args.out, "--out", folder=False,
+    outputs.check_output(args.out, "--out", folder=False,
                      inputs=[f for p in args.inputs for f in (paper_input_paths(p) if p.is_dir() else [p])])
     if args.figure == "feature-map":
         if not args.inputs[0].is_file():

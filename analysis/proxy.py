@@ -20,7 +20,7 @@ from pathlib import Path
 from analysis.data.proxy import DEFAULT_KS, proxy_info, reference_path, summary_table
 from ssot import cli
 from ssot.errors import ResultsError
-from ssot.results import storage
+from ssot.results import discovery, outputs, storage
 from ssot.results.markdown import markdown_table, write_new_tables
 
 CSV_NAME, MARKDOWN_NAME = "proxy.csv", "proxy.md"
@@ -46,7 +46,7 @@ def _one(path: str, screen: str | None = None):
     fix = "Pass the task folder of a search" if screen is None else "Move it back, or pass --reference"
     if not storage.is_uri(path) and not Path(path).is_dir():
         raise ResultsError(f"{what} is not a folder. {fix}.")
-    found = [e for e in storage.read_experiments(path) if e.meta is not None and e.trials is not None]
+    found = [e for e in discovery.read_experiments(path) if e.meta is not None and e.trials is not None]
     if len(found) != 1:
         raise ResultsError(f"{what} must be one readable experiment (the task folder of a search); found {len(found)}. {fix}.")
     return found[0]
@@ -71,10 +71,10 @@ def proxy(args: argparse.Namespace) -> int:
     if any(k < 1 for k in args.k):
         raise ResultsError(f"The '--k' argument must hold ints >= 1. Got {' '.join(map(str, args.k))} instead.")
     if args.out is not None:
-        inputs = [*storage.experiment_inputs(args.screens), *(storage.experiment_inputs(args.reference) if args.reference else [])]
-        cli.check_output(args.out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME], inputs=inputs)
+        inputs = [*discovery.experiment_inputs(args.screens), *(discovery.experiment_inputs(args.reference) if args.reference else [])]
+        outputs.check_output(args.out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME], inputs=inputs)
     try:
-        experiments = [e for e in storage.read_experiments(args.screens) if e.meta is not None and e.trials is not None]
+        experiments = [e for e in discovery.read_experiments(args.screens) if e.meta is not None and e.trials is not None]
         fixed = _one(args.reference) if args.reference else None
         infos, references = [], {}
         for screen in experiments:

@@ -18,7 +18,7 @@ from typing import Any
 from analysis.data.selection import CSV_NAME, MARKDOWN_NAME, recipe_markdown, selection_table, summary, task_tables, to_markdown
 from ssot import cli
 from ssot.errors import ResultsError
-from ssot.results import storage
+from ssot.results import discovery, outputs, storage
 from ssot.results.experiment import EXPERIMENT_FILE
 from ssot.results.markdown import write_new_tables
 
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def readable_experiments(results_dir: str) -> list[tuple[dict, Any]]:
     """``(experiment.json, trials)`` of every readable experiment under ``results_dir``, read by
-    the one reader (:func:`ssot.results.storage.read_experiments`) whose problems are printed on
+    the one reader (:func:`ssot.results.discovery.read_experiments`) whose problems are printed on
     stderr, one line each, as the dashboard and the export print them.
 
     Raises
@@ -43,7 +43,7 @@ def readable_experiments(results_dir: str) -> list[tuple[dict, Any]]:
         If no experiment is found, or none can be read (naming the first unusable file).
     """
     try:
-        found = storage.read_experiments(results_dir)
+        found = discovery.read_experiments(results_dir)
     except storage.StorageError as exc:
         raise ResultsError(str(exc)) from None
     for experiment in found:
@@ -65,7 +65,7 @@ def selection(args: argparse.Namespace) -> int:
     if storage.is_uri(args.results_dir) and args.out is None:
         raise ResultsError(f"The results {args.results_dir} are not a local folder: pass --out, the local folder to write the tables to.")
     out = args.out or Path(args.results_dir)
-    cli.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME], inputs=storage.experiment_inputs(args.results_dir))
+    outputs.check_output(out, "--out", folder=True, new=[CSV_NAME, MARKDOWN_NAME], inputs=discovery.experiment_inputs(args.results_dir))
     experiments = readable_experiments(args.results_dir)
     table = selection_table(experiments)
     if table.empty:

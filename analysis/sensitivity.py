@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ssot import cli
 from ssot.errors import ResultsError
+from ssot.results import outputs
 
 
 def _bins(text: str) -> str | int | list[float]:
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     under :func:`ssot.cli.run`, so Ctrl-C during those imports is ``interrupted``, exit 130)."""
     from analysis.dashboard import DASHBOARD_FILE, FIGURES_DIR
     from analysis.dashboard.page import FIGURES_SUFFIX
-    from analysis.dashboard.static import BACKENDS, DEFAULT_FORMATS, FORMATS
+    from analysis.dashboard.static import BACKENDS, add_figure_flags
     from analysis.data.importance import N_BOOT
 
     parser = cli.Parser(
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{DASHBOARD_FILE}, <name>{FIGURES_SUFFIX}/ for <name>.html (default: RESULTS/{DASHBOARD_FILE})")
     parser.add_argument("--figures-dir", type=Path, default=None, metavar="FOLDER",
                         help="folder of the static figures (default: beside the page, named after it, see --out)")
-    cli.add_figure_flags(parser, FORMATS, DEFAULT_FORMATS)
+    add_figure_flags(parser)
     parser.add_argument("--image-backend", choices=BACKENDS, default="matplotlib",
                         help="draw the static figures with matplotlib (no browser needed) or write the dashboard's "
                              "Plotly figures through kaleido (needs Chrome or Chromium)")
@@ -123,12 +124,12 @@ def check_outputs(args: argparse.Namespace) -> None:
 
     out, figures = output_paths(args.results_dir, args.out, args.figures_dir)
     inputs = input_paths(args.results_dir, args.paper_csv)
-    cli.check_output(out, "--out", folder=False, exists_ok=True, inputs=inputs)
+    outputs.check_output(out, "--out", folder=False, exists_ok=True, inputs=inputs)
     if not args.overwrite and out.exists():
         raise ResultsError(f"--out {out} already exists; pass --overwrite to replace it, or choose another --out.")
     if args.no_images:
         return
-    cli.check_output(figures, "--figures-dir", folder=True, exists_ok=args.overwrite, inputs=inputs)
+    outputs.check_output(figures, "--figures-dir", folder=True, exists_ok=args.overwrite, inputs=inputs)
     if not args.overwrite and figures.is_dir() and any(p.is_file() for p in figures.iterdir()):
         raise ResultsError(f"--figures-dir {figures} already holds files (figures of the same names would be replaced); "
                            "pass --overwrite to write among them, or choose another --figures-dir.")

@@ -129,27 +129,25 @@ class Driver:
         self.text += chunk.decode(errors="replace")
         return self.text
 
-    def kill(self) -> tuple[dict[int, str], float]:
+    def kill(self) -> tuple[list[int], float]:
         """SIGKILL its process group; wait until every process below it is gone (its Ray's, ended by its
-        watchdog). Returns those still alive after 60 s (then killed here) and the seconds waited."""
-        from tune.reaper import descendants, processes
+        watchdog). Returns the pids of those still alive after 60 s (then killed here) and the seconds waited."""
+        import psutil
 
-        below = descendants(self.proc.pid, processes())
+        from tune.reaper import descendants
+
+        below = descendants(self.proc.pid)
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         start = time.monotonic()
-        left = below
-        while left and time.monotonic() - start < 60:
-            table = processes()
-            left = {pid: t for pid, t in below.items() if pid in table and table[pid][1] == t}
-            time.sleep(0.1)
-        for pid in left:
+        _, left = psutil.wait_procs(below, timeout=60)
+        for process in left:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+                process.kill()
+            except psutil.NoSuchProcess:
                 pass
         self.out.close()
-        return left, time.monotonic() - start
+        return [p.pid for p in left], time.monotonic() - start
 
     def close(self) -> int:
         self.out.close()
@@ -257,7 +255,7 @@ def feature_cache(task: str, path: Path) -> Path:
 
 def soak(args: argparse.Namespace, extra: list[str]) -> dict[str, Any]:
     """Kill and resume the search (module docstring), then check it (:func:`check`)."""
-    from ssot.cli import check_output
+    from ssot.results.outputs import check_output
 
     if args.out:  # a new folder, or one without the soak's files
         cache = ("features.pt",) if args.population > 1 and not args.features else ()

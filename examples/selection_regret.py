@@ -32,8 +32,8 @@ def confirmed_regret(results: Path, out: Path, tasks: list[str], seeds: list[int
     from analysis.data import selection as S
     from ssot.results.markdown import markdown_table
     from ssot.results.record import mean_std
-    from tune.final import train_on_ray
     from tune.outputs import trial_config
+    from tune.runner import train_on_ray
 
     experiments = S.read_experiments(results)
     table = S.selection_table(experiments)

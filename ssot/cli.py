@@ -79,11 +79,12 @@ run (:func:`invoked_as`). The same thing has the same flag and default everywher
 flag comes from its metadata (:func:`add_config_flag`, :func:`add_config_flags` for all of them;
 an invalid value is refused naming the flag typed, :func:`flag_errors`), and the shared flags
 come from one function each: :func:`add_seeds` (``0 1 2``), :func:`add_quiet` (``--quiet``,
-the search's ``--verbose``), :func:`add_config_file` (``--config``), :func:`add_figure_flags`
-(``--format``, ``--no-images``), :func:`add_ray_flags` (``--num-cpus``, ``--address``),
-:func:`add_trial_resources` (``--cpus-per-trial``, ``--gpus-per-trial``). Outputs are checked
-before any work by :func:`check_output`; a command that reads a task's data finds it first without
-loading torch or Ray (:func:`ssot.data.check_task`).
+the search's ``--verbose``), :func:`add_config_file` (``--config``). The flags of one layer live
+in it: the Ray commands' ``--num-cpus``, ``--address``, ``--cpus-per-trial`` and
+``--gpus-per-trial`` in :mod:`tune.flags`, the figure commands' ``--format`` and ``--no-images``
+in :mod:`analysis.dashboard.static`. Outputs are checked before any work by
+:func:`ssot.results.outputs.check_output`; a command that reads a task's data finds it first
+without loading torch or Ray (:func:`ssot.data.check_task`).
 """
 from __future__ import annotations
 
@@ -97,12 +98,11 @@ from pathlib import Path
 from typing import Any
 
 from ssot.errors import ConfigError, ExternalError, ResultsError, SSOTError, closest, one_line
-from ssot.results import storage
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NO_RESULT", "EXIT_EXTERNAL", "EXIT_INTERRUPTED", "exit_status",
-           "run", "command", "runs_status", "check_output", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
+           "run", "command", "runs_status", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
            "config_default", "add_config_flag", "add_config_flags", "flag_errors", "config_from_args", "add_quiet", "add_seeds",
-           "check_seeds", "add_config_file", "add_figure_flags", "add_ray_flags", "add_trial_resources", "check_resources_args"]
+           "check_seeds", "add_config_file"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_RESULT, EXIT_EXTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -161,13 +161,6 @@ def command(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentPars
         return work(args)
 
     return run(body, interrupted=lambda: said[0])
-
-
-# ------------------------------------------------------------------------------------ outputs
-#: Refuse, before any work, an output location that cannot be used (by trying to create it) or a
-#: result file that exists: every command checks its outputs with it. Owned by the module of
-#: output locations, :mod:`ssot.results.storage` (local paths and URIs).
-check_output = storage.check_output
 
 
 # ------------------------------------------------------------------------------------ parsers
@@ -386,42 +379,3 @@ def add_config_source(parser: argparse.ArgumentParser, task_use: str, config_use
     add_config_flag(source, "task", task_use, default_text="")
     add_config_file(source, config_use)
     add_seeds(parser)
-
-
-def add_figure_flags(parser: argparse.ArgumentParser | Any, formats: Sequence[str], default: Sequence[str]) -> None:
-    """``--format`` (the static figures' formats among ``formats``) and ``--no-images`` (the HTML page only)."""
-    parser.add_argument("--format", choices=list(formats), nargs="+", default=list(default), help="static figure formats")
-    parser.add_argument("--no-images", action="store_true", help="write the HTML page only, no static figures")
-
-
-def add_ray_flags(parser: argparse.ArgumentParser | Any) -> None:
-    """``--num-cpus`` (CPUs of the local Ray instance, default all) and ``--address``."""
-    parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
-    parser.add_argument("--address", help="join an existing Ray cluster: 'auto' or host:port (default: start a local one)")
-
-
-def add_trial_resources(parser: argparse.ArgumentParser | Any, what: str = "trial", cpus_default: float | None = 1.0,
-                        cpus_auto: str = "") -> None:
-    """``--gpus-per-trial`` and ``--cpus-per-trial``: each run's resource request (``cpus_default``
-    None: decided by the command, as ``cpus_auto`` says)."""
-    parser.add_argument("--gpus-per-trial", type=float, help=f"GPUs per {what}, fractions allowed (0.25 packs 4 per GPU) "
-                        "(default: 1 if the cluster has GPUs, else 0)")
-    parser.add_argument("--cpus-per-trial", type=float, default=cpus_default,
-                        help=f"CPUs per {what}" + (f" (default: {cpus_auto})" if cpus_default is None else ""))
-
-
-def check_resources_args(args: argparse.Namespace) -> None:
-    """Refuse ``--num-cpus`` < 1, a ``--cpus-per-trial`` that is not a number > 0 and a
-    ``--gpus-per-trial`` that is not a number >= 0 (NaN and infinity included), for the flags the
-    parser has."""
-    import math
-
-    num_cpus = getattr(args, "num_cpus", None)
-    if num_cpus is not None and num_cpus < 1:
-        raise ResultsError(f"The '--num-cpus' argument must be an int in [1, inf). Got {num_cpus} instead.")
-    cpus, gpus = getattr(args, "cpus_per_trial", None), getattr(args, "gpus_per_trial", None)
-    if cpus is not None and not (math.isfinite(cpus) and cpus > 0):
-        raise ResultsError(f"The '--cpus-per-trial' argument must be a number > 0. Got {cpus:g} instead.")
-    if gpus is not None and not (math.isfinite(gpus) and gpus >= 0):
-        raise ResultsError(f"The '--gpus-per-trial' argument must be a number >= 0 (fractions pack trials on a GPU). "
-                           f"Got {gpus:g} instead.")

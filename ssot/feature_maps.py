@@ -28,6 +28,7 @@ from ssot.config import SSOTConfig
 from ssot.data.base import num_samples
 from ssot.data.safe_load import load_dict
 from ssot.errors import SSOTError
+from ssot.results import outputs
 
 #: The two models a model file holds, in drawing order.
 MODEL_NAMES = ("source-only", "adapted")
@@ -132,7 +133,7 @@ def feature_maps(args: argparse.Namespace) -> int:
     """The command's work: check the output, compute both models' features, embed them, write the file."""
     if args.out.suffix != ".npz":
         raise SSOTError(f"The '--out' argument must end in .npz. Got {args.out.name!r} instead.")
-    cli.check_output(args.out, "--out", folder=False, inputs=[args.model])
+    outputs.check_output(args.out, "--out", folder=False, inputs=[args.model])
     if args.per_domain < 5:
         raise SSOTError(f"The '--per-domain' argument must be an int in [5, inf). Got {args.per_domain} instead.")
     data = model_features(args.model, args.per_domain, args.seed)

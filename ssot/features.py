@@ -45,6 +45,7 @@ from ssot.config import SSOTConfig
 from ssot.data.base import num_samples, usable_workers
 from ssot.data.encoder_stages import ENCODERS
 from ssot.errors import ConfigError, SSOTError
+from ssot.results import outputs
 
 if TYPE_CHECKING:  # torch loads once the arguments and the task's data are checked (build_feature_cache)
     import torch
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def features(args: argparse.Namespace) -> int:
     """The command's work: check the output, encode the task, write the cache."""
-    cli.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, args.image_cache,
+    outputs.check_output(args.out, "--out", folder=False, inputs=[p for p in (args.config, args.pretrained_path, args.image_cache,
                                                                           args.features_path) if p])
     config = cli.config_from_args(args)
     meta = build_feature_cache(config, args.out, views=args.views, encoder=args.encoder, progress=not args.quiet)

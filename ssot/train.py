@@ -17,6 +17,7 @@ from typing import Any
 
 from ssot import cli
 from ssot.errors import SSOTError
+from ssot.results import outputs
 from ssot.results.record import RunRecord, summarize, write_new
 
 
@@ -50,9 +51,9 @@ def train(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     inputs = [p for p in (args.config, args.features_path, args.image_cache, args.pretrained_path) if p]
     if args.out is not None:
-        cli.check_output(args.out, "--out", folder=False, inputs=inputs)
+        outputs.check_output(args.out, "--out", folder=False, inputs=inputs)
     if args.save_model is not None:
-        cli.check_output(args.save_model, "--save-model", folder=False, inputs=inputs)
+        outputs.check_output(args.save_model, "--save-model", folder=False, inputs=inputs)
         if args.out is not None and Path(args.save_model).expanduser().resolve() == Path(args.out).expanduser().resolve():
             raise SSOTError(f"--save-model {args.save_model} is also --out: the run record and the model would be one file. "
                             "Choose another --save-model.")

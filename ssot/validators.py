@@ -23,9 +23,7 @@ References
    Diversity: Batch Nuclear-norm Maximization under Label Insufficient Situations." CVPR 2020.
 .. [5] Morerio, P., Cavazza, J., Murino, V. "Minimal-Entropy Correlation Alignment for
    Unsupervised Deep Domain Adaptation." ICLR 2018 (entropy as a validator).
-.. [6] Hu, D., Luo, M., Liang, J., Foo, C.-S. "Towards Reliable Model Selection for Unsupervised
-   Domain Adaptation: An Empirical Study and A Certified Baseline." NeurIPS 2024 (EnsV).
-.. [7] Salvador, T., Fatras, K., Mitliagkas, I., Oberman, A. "A Reproducible and Realistic
+.. [6] Salvador, T., Fatras, K., Mitliagkas, I., Oberman, A. "A Reproducible and Realistic
    Evaluation of Partial Domain Adaptation Methods." TMLR 2023 (BenchmarkPDA).
 """
 from __future__ import annotations
@@ -265,26 +263,3 @@ def domain_weights(feats_source: torch.Tensor, feats_target: torch.Tensor, *, fo
 def dev(feats_source: torch.Tensor, losses_source: torch.Tensor, feats_target: torch.Tensor) -> float:
     """DEV [2]_ from held-out source features and losses and target features (lower is better)."""
     return dev_risk(domain_weights(feats_source, feats_target), losses_source)
-
-
-def ensv(predictions: Sequence[np.ndarray]) -> np.ndarray:
-    r"""EnsV [6]_: each candidate's agreement with the ensemble of all candidates (higher is better).
-
-    ``predictions`` are the candidates' final target predictions, each ``(N,)`` class indices
-    (hard votes) or ``(N, K)`` probabilities. The ensemble label is the argmax of the summed
-    one-hot votes (ties: lowest class) or of the mean probability;
-
-    .. math:: \mathrm{EnsV}_c = \frac1N \sum_i \mathbb 1[\hat y^{(c)}_i = \hat y^{ens}_i]
-    """
-    arrays = [np.asarray(p) for p in predictions]
-    if not arrays:
-        return np.zeros(0)
-    if arrays[0].ndim == 2:
-        ens = np.mean(arrays, axis=0).argmax(1)
-        labels = [a.argmax(1) for a in arrays]
-    else:
-        labels = [a.astype(np.int64) for a in arrays]
-        k = int(max(a.max() for a in labels)) + 1
-        votes = sum(np.eye(k, dtype=np.int64)[a] for a in labels)
-        ens = votes.argmax(1)
-    return np.array([float((a == ens).mean()) for a in labels])

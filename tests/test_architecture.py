@@ -23,7 +23,7 @@ FORBIDDEN = {
     "tune": ("analysis",),
     "ssot": ("tune", "analysis"),
     "ssot.results": ("ssot (method)", "ssot.data", "ssot.cli", "torch", "ray"),
-    "ssot.results (record, metrics)": ("ssot (method)", "ssot.data", "ssot.cli", "ssot.config", "ssot.results", "torch", "ray"),
+    "ssot.results (record, metrics, atomic)": ("ssot (method)", "ssot.data", "ssot.cli", "ssot.config", "ssot.results", "torch", "ray"),
     "ssot.config": ("ssot (method)", "ssot.data", "ssot.results", "torch", "ray"),
     "ssot.cli": ("ssot (method)", "ssot.data", "torch", "ray"),
     "ssot.errors": ("ssot (method)", "ssot.data", "ssot.results", "ssot.config", "torch", "ray"),
@@ -103,7 +103,7 @@ def component(module: str) -> str:
     if parts[0] == "tune":
         return "tune"
     if len(parts) > 1 and parts[1] == "results":
-        return "ssot.results (record, metrics)" if len(parts) > 2 and parts[2] in ("record", "metrics") else "ssot.results"
+        return "ssot.results (record, metrics, atomic)" if len(parts) > 2 and parts[2] in ("record", "metrics", "atomic") else "ssot.results"
     if len(parts) > 1 and parts[1] == "data":
         return "ssot.data.registry" if len(parts) > 2 and parts[2] == "registry" else "ssot.data"
     if len(parts) > 1 and parts[1] in ("config", "cli", "errors"):

@@ -27,10 +27,12 @@ import pandas as pd
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.results import outputs
 from ssot.results.final_table import format_mean_std
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, mean_std, records, run_path
-from tune.final import Log, apply_overrides, train_on_ray
+from tune import flags
+from tune.runner import Log, apply_overrides, train_on_ray
 
 #: variant -> (folder name, config changes). "w/o Ent" is lambda_ent = 0 (see ssot.config).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -59,7 +61,7 @@ def run_variants(full: SSOTConfig, seeds: Sequence[int], out_dir: str | Path, *,
                  log: Log = print) -> dict[str, list[RunRecord]]:
     """Train every (variant, seed) missing from ``out_dir/<variant folder>/runs`` through Ray
     (one CPU per run on a local Ray of ``num_cpus`` CPUs, default all, or the cluster at
-    ``address``; at most ``max_concurrent`` at once, :func:`tune.final.train_on_ray`); reuse the
+    ``address``; at most ``max_concurrent`` at once, :func:`tune.runner.train_on_ray`); reuse the
     records already there.
 
     Returns
@@ -100,22 +102,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, metavar="FOLDER", help="folder: <variant>/runs/, ablation.csv, ablation.md")
     cli.add_config_flag(parser, "epochs", "overrides the config's (quick checks)", default_text="the config's")
     cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")
-    cli.add_ray_flags(parser)
+    flags.add_ray_flags(parser)
     return parser
 
 
 def ablation(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, train or reuse every (variant, seed), write the table."""
     cli.check_seeds(args.seeds)
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     csv_path, md_path = ablation_paths(args.out)
-    cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
+    outputs.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     full = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
     with cli.flag_errors(("epochs", "device")):
         full = apply_overrides(full, epochs=args.epochs, device=args.device)
     by_variant = run_variants(full, args.seeds, args.out, num_cpus=args.num_cpus, address=args.address)
     table = ablation_table({full.task: by_variant})
-    cli.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
+    outputs.check_output(args.out, "--out", folder=True, new=[csv_path.name, md_path.name])
     with open(csv_path, "x", newline="") as fh:  # "x": never overwrite a table
         table.to_csv(fh, index=False)
     with open(md_path, "x") as fh:

@@ -33,9 +33,9 @@ from pathlib import Path
 
 from ssot import cli
 from ssot.errors import ResultsError, one_line
-from ssot.results import storage
-from tune import confirmation, racing
-from tune.final import train_on_ray
+from ssot.results import discovery, outputs, storage
+from tune import confirmation, flags, racing
+from tune.runner import train_on_ray
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--first-test", type=int, default=2, metavar="N",
                    help="with --race: seeds every candidate runs before the first test")
     r = parser.add_argument_group("resources (as tune/search.py)")
-    cli.add_trial_resources(r, "run")
-    cli.add_ray_flags(r)
+    flags.add_trial_resources(r, "run")
+    flags.add_ray_flags(r)
     return parser
 
 
@@ -73,11 +73,11 @@ def confirm(args: argparse.Namespace) -> int:
     cli.check_seeds(args.seeds)
     if args.top < 1:
         raise ResultsError(f"The '--top' argument must be an int in [1, inf). Got {args.top} instead.")
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     _rule(args)  # the racing flags, refused before any work
     candidates = confirmation.gather_candidates(args.results_dir, args.top,
                                                 lambda line: print(f"warning: {one_line(line)}", file=sys.stderr))
-    cli.check_output(out, "--out", folder=True, inputs=storage.experiment_inputs(args.results_dir),
+    outputs.check_output(out, "--out", folder=True, inputs=discovery.experiment_inputs(args.results_dir),
                      new=[p.name for p in confirmation.output_paths(out, sorted({c.task for c in candidates}))])
 
     def runs(pairs: Sequence[tuple[confirmation.Candidate, int]]) -> dict:

@@ -43,12 +43,12 @@ from typing import Any
 
 import pandas as pd
 
-from ssot.cli import check_output
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError
 from ssot.results.experiment import EXPERIMENT_FILE, Experiment, check_finished, read_experiment
 from ssot.results.markdown import bold, markdown_table
 from ssot.results.metrics import metric
+from ssot.results.outputs import check_output
 from ssot.results.record import RunRecord, mean_std
 from tune import racing
 from tune.export import read_candidates

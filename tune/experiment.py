@@ -23,7 +23,7 @@ from ssot.data import build_task
 from ssot.data.features import cache_provenance
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, SSOTError
-from ssot.results import metrics, storage
+from ssot.results import io_errors, metrics, storage
 from ssot.results.experiment import EXPERIMENT_FILE, REFERENCE_KEY, new_meta
 from ssot.results.lock import ExperimentLock
 from ssot.results.metrics import DIRECTIONS, LABEL_FREE
@@ -211,13 +211,13 @@ def _fit(tuner: Any) -> Any:
 def storage_failure(path: str, info: dict[str, Any], exc: BaseException) -> BaseException:
     """The error to raise for ``exc``, which stopped a search: a :class:`ssot.results.storage.StorageError`
     (exit status 4, one line) when the experiment's storage cannot be written now or ``exc`` came
-    from a read-only, full or failing file system (:func:`ssot.results.storage.failed_storage`);
+    from a read-only, full or failing file system (:func:`ssot.results.io_errors.failed_storage`);
     ``exc`` itself otherwise.
 
     ``experiment.json`` is marked ``errored`` with the reason when it can still be written; either
     way ``--resume`` continues the search once the storage is fixed.
     """
-    reason = storage.write_problem(path) or storage.failed_storage(exc)
+    reason = storage.write_problem(path) or io_errors.failed_storage(exc)
     if reason is None:
         return exc
     info.update(status=ERRORED, reason=f"the storage failed: {reason}")

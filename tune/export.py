@@ -34,7 +34,7 @@ from pathlib import Path
 from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.errors import ResultsError, SSOTError, one_line
-from ssot.results import storage
+from ssot.results import discovery, outputs, storage
 from ssot.results.experiment import BEST_CONFIG_FILE, EXPERIMENT_FILE, TRIALS_FILE, Experiment, check_finished, read_experiment
 
 __all__ = ["ExportCandidate", "Exported", "ExportReport", "read_candidates", "load_experiment", "choose_per_task",
@@ -85,7 +85,7 @@ class ExportReport:
 # ------------------------------------------------------------------------------------ reading
 def read_candidates(results_dir: str | Path) -> list[Experiment]:
     """Every experiment under ``results_dir`` (a folder, or a URI such as ``s3://bucket/prefix``),
-    read through :func:`ssot.results.storage.read_experiments`.
+    read through :func:`ssot.results.discovery.read_experiments`.
 
     Raises
     ------
@@ -93,7 +93,7 @@ def read_candidates(results_dir: str | Path) -> list[Experiment]:
         If ``results_dir`` is not a folder, holds no experiment, or the storage cannot be read.
     """
     try:
-        found = storage.read_experiments(results_dir)
+        found = discovery.read_experiments(results_dir)
     except storage.StorageError as exc:
         raise ResultsError(str(exc)) from None
     if not found:
@@ -170,8 +170,8 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
         If no experiment is found, none is finished and readable, or a target file exists and
         ``overwrite`` is false (checked before anything is written).
     """
-    inputs = storage.experiment_inputs(results_dir)
-    cli.check_output(config_dir, "--out", folder=True, inputs=inputs)
+    inputs = discovery.experiment_inputs(results_dir)
+    outputs.check_output(config_dir, "--out", folder=True, inputs=inputs)
     report = ExportReport()
     found = read_candidates(results_dir)
     loaded = []
@@ -196,7 +196,7 @@ def export_best_configs(results_dir: str | Path, config_dir: str | Path, *, over
     chosen = choose_per_task(loaded)
     config_dir = Path(config_dir)
     targets = {task: config_dir / f"{task}.json" for task in chosen}
-    cli.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()], exists_ok=overwrite,
+    outputs.check_output(config_dir, "--out", folder=True, new=[p.name for p in targets.values()], exists_ok=overwrite,
                      hint="pass --overwrite to replace it or choose another --out", inputs=inputs)
     config_dir.mkdir(parents=True, exist_ok=True)
     for task, (candidate, n) in chosen.items():

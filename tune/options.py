@@ -15,8 +15,9 @@ from typing import Any
 from ssot.config import PATH_FIELDS, SSOTConfig
 from ssot.data import check_task
 from ssot.errors import ConfigError
-from ssot.results import storage
+from ssot.results import outputs, storage
 from ssot.results.metrics import DEFAULT_METRIC, SEARCH_METRICS
+from ssot.results.names import check_name
 from tune import space as spaces
 
 SEARCHES = ("tpe", "grid", "random")
@@ -96,7 +97,7 @@ class SearchOptions:
                 raise ConfigError(f"--trial-resources must map custom resource names (not CPU/GPU: use --cpus-per-trial and "
                                   f"--gpus-per-trial) to amounts > 0. Got {name!r}: {amount!r} instead.")
         if self.name is not None:
-            storage.check_name(self.name, "--name")
+            check_name(self.name, "--name")
         if self.population is not None and not (isinstance(self.population, int) and self.population >= 1):
             raise ConfigError(f"--population must be an int >= 1. Got {self.population!r} instead.")
         if self.population is not None and self.search == "grid":
@@ -147,10 +148,10 @@ def base_config(options: SearchOptions, cpus_per_trial: float = 1.0) -> SSOTConf
 def check_options(options: SearchOptions) -> SSOTConfig:
     """Everything a search refuses before it starts that needs neither torch nor Ray: the options
     (:meth:`SearchOptions.validate`), the storage location (a file in the way, no permission, an
-    unreachable store: :func:`ssot.results.storage.check_output`), the trials' base config and the
+    unreachable store: :func:`ssot.results.outputs.check_output`), the trials' base config and the
     data it reads (:func:`ssot.data.check_task`). Returns the base config (one CPU per trial)."""
     options.validate()
-    storage.check_output(options.storage_path, "--storage-path", folder=True)
+    outputs.check_output(options.storage_path, "--storage-path", folder=True)
     base = base_config(options)
     check_task(base)
     return base

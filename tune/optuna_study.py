@@ -19,8 +19,8 @@ from typing import Any
 
 import optuna
 
-from ssot.cli import check_output
 from ssot.errors import ConfigError, SSOTError
+from ssot.results.outputs import check_output
 
 __all__ = ["STORAGE_URL", "MEMBER_ATTR", "RAY_TRIAL_ATTR", "ATTEMPT_ATTR", "optuna_storage", "public_url", "study_name",
            "check_study", "StudyMirror", "quietly"]

@@ -8,15 +8,17 @@ So before ``ray.init`` the driver starts this watchdog (``python -m tune.reaper 
 a session of its own, with a pipe on its standard input:
 
 - every :data:`SCAN_S` seconds it notes the processes that descend from the driver and were not
-  there when it started (Ray's; their start times too, so a reused pid is never touched);
+  there when it started (Ray's);
 - the driver writes ``release`` when it has shut Ray down: the watchdog exits, touching nothing;
 - end of input without ``release`` means the driver died: the noted processes still alive get
   SIGTERM, then SIGKILL after :data:`GRACE_S` seconds; so do, for a few more seconds, processes
   that name the noted processes' Ray session on their command line (a worker the raylet was
   starting as the driver died was seen to escape the last scan).
 
-Linux only (``/proc``); elsewhere :func:`start` does nothing. Standard library only: it must start
-in milliseconds, before Ray.
+The processes are psutil's: a process is identified by its pid and its start time, so a pid
+reused by another program is never signalled. POSIX only (the driver's pipe is watched with
+``select``); on Windows :func:`start` does nothing. It imports psutil and the standard library
+only: it starts in milliseconds, before Ray.
 """
 from __future__ import annotations
 
@@ -27,8 +29,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+from collections.abc import Iterable
+from contextlib import suppress
 from typing import IO
+
+import psutil
 
 SCAN_S = 0.5
 GRACE_S = 2.0
@@ -36,75 +41,48 @@ GRACE_S = 2.0
 LATE_S = 5.0
 RELEASE = b"release\n"
 #: A Ray session folder's name, as Ray's processes carry it on their command line.
-SESSION = re.compile(rb"session_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_\d+_\d+")
+SESSION = re.compile(r"session_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_\d+_\d+")
 
 
-def _cmdline(pid: int) -> bytes:
+def descendants(root: int) -> list[psutil.Process]:
+    """The processes below ``root`` (children, theirs, ...); none when ``root`` is gone."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
+        return psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
 
 
-def processes() -> dict[int, tuple[int, str]]:
-    """Every process: pid -> (parent pid, start time in clock ticks since boot)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        found[int(entry.name)] = (int(fields[1]), fields[19])
-    return found
+def session(process: psutil.Process) -> str | None:
+    """The Ray session ``process`` names on its command line, or None."""
+    try:
+        found = SESSION.search(" ".join(process.cmdline()))
+    except psutil.Error:
+        return None
+    return None if found is None else found.group(0)
 
 
-def descendants(root: int, table: dict[int, tuple[int, str]]) -> dict[int, str]:
-    """The processes below ``root`` in ``table`` (:func:`processes`): pid -> start time."""
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    out, stack = {}, list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        out[pid] = table[pid][1]
-        stack.extend(children.get(pid, []))
-    return out
+def reap(noted: Iterable[psutil.Process]) -> None:
+    """SIGTERM, then SIGKILL after :data:`GRACE_S` seconds, the ``noted`` processes that still run."""
+    left = [p for p in noted if p.is_running()]
+    for process in left:
+        with suppress(psutil.Error):
+            process.terminate()
+    _, left = psutil.wait_procs(left, timeout=GRACE_S)
+    for process in left:
+        with suppress(psutil.Error):
+            process.kill()
 
 
-def reap(noted: dict[int, str]) -> None:
-    """SIGTERM, then SIGKILL, the ``noted`` processes that still run (same pid and start time)."""
-    def alive() -> list[int]:
-        table = processes()
-        return [pid for pid, started in noted.items() if pid in table and table[pid][1] == started]
-
-    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 0.0)):
-        left = alive()
-        for pid in left:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + wait
-        while left and time.monotonic() < deadline:
-            time.sleep(0.1)
-            left = alive()
-        if not left:
-            break
-
-
-def late(sessions: set[bytes]) -> dict[int, str]:
-    """Processes whose command line names one of the Ray ``sessions``: pid -> start time."""
-    return {pid: started for pid, (_, started) in processes().items() if pid != os.getpid()
-            and (found := SESSION.search(_cmdline(pid))) is not None and found.group(0) in sessions}
+def late(sessions: set[str]) -> list[psutil.Process]:
+    """Processes (other than this one) whose command line names one of the Ray ``sessions``."""
+    return [p for p in psutil.process_iter() if p.pid != os.getpid() and session(p) in sessions]
 
 
 def watch(driver: int, source: IO[bytes]) -> int:
     """Note the driver's new descendants until ``release`` (0) or the end of input (reap them)."""
-    before = set(descendants(driver, processes()))
-    noted: dict[int, str] = {}
-    sessions: set[bytes] = set()
+    before = set(descendants(driver))
+    noted: set[psutil.Process] = set()
+    sessions: set[str] = set()
     received = b""
     while True:
         ready, _, _ = select.select([source], [], [], SCAN_S)
@@ -120,9 +98,9 @@ def watch(driver: int, source: IO[bytes]) -> int:
             received += chunk
             if RELEASE in received:
                 return 0
-        new = {pid: t for pid, t in descendants(driver, processes()).items() if pid not in before and pid not in noted}
-        noted.update(new)
-        sessions.update(found.group(0) for pid in new if (found := SESSION.search(_cmdline(pid))) is not None)
+        new = set(descendants(driver)) - before - noted
+        noted |= new
+        sessions.update(name for p in new if (name := session(p)) is not None)
 
 
 class Reaper:
@@ -144,8 +122,8 @@ class Reaper:
 
 
 def start() -> Reaper:
-    """Start the watchdog of this process (a no-op :class:`Reaper` where ``/proc`` is missing)."""
-    if not Path("/proc/self/stat").exists():
+    """Start the watchdog of this process (a no-op :class:`Reaper` on Windows)."""
+    if os.name == "nt":
         return Reaper(None)
     process = subprocess.Popen([sys.executable, "-m", "tune.reaper", str(os.getpid())], stdin=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -27,6 +27,7 @@ from ssot import cli
 from ssot.data.registry import DATASETS, search_tasks, searched_tasks
 from ssot.errors import ConfigError
 from ssot.results.metrics import SEARCH_METRICS
+from tune import flags
 from tune import space as spaces
 from tune.options import DEFAULT_GRACE_PERIOD, DEFAULT_MAX_FAILURES, DEFAULT_REDUCTION_FACTOR, SEARCHES, SearchOptions, check_options
 from tune.trackers import TRACKERS
@@ -86,10 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ASHA keeps the top 1/R of the trials at each rung")
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
-    cli.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs")
+    flags.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs")
     r.add_argument("--max-concurrent", type=int, metavar="N",
                    help="most trials running at once (default: as many as the resources hold)")
-    cli.add_ray_flags(r)
+    flags.add_ray_flags(r)
     r.add_argument("--trial-resources", type=_resources, default={}, metavar="JSON",
                    help="custom Ray resources per trial, e.g. '{\"worker_node\": 1}' to run trials only on nodes started with "
                         "ray start --resources '{\"worker_node\": N}' (default: none)")
@@ -202,7 +203,7 @@ _STATES = {
 def search(args: argparse.Namespace) -> int:
     """The command's work: one search per task (every task of a dataset); the worst status. The
     flags and every task's data are checked before Ray and torch load (:func:`tune.options.check_options`)."""
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     tasks = search_tasks(args.task)
     name = args.name or (f"ssot-{args.task}" if searched_tasks(args.task) is not None else None)
     typed = [field for field in CONFIG_FLAGS if getattr(args, field) is not None]  # errors name these fields' flags

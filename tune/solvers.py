@@ -25,10 +25,12 @@ from typing import Any
 
 from ssot import cli
 from ssot.config import OT_SOLVERS, SSOTConfig
+from ssot.results import outputs
 from ssot.results.markdown import markdown_table
 from ssot.results.record import RunRecord, records
+from tune import flags
 from tune.ablation import run_variants
-from tune.final import apply_overrides
+from tune.runner import apply_overrides
 
 #: solver name -> (folder, config changes), in the figure's order.
 SOLVER_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {name: (name, {"ot_solver": name}) for name in OT_SOLVERS}
@@ -59,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, metavar="FOLDER", help="output folder (default: solvers_<task>)")
     cli.add_config_flag(parser, "epochs", "overrides the config's", default_text="the config's")
     cli.add_config_flag(parser, "device", "overrides the config's", default_text="the config's")
-    cli.add_ray_flags(parser)
+    flags.add_ray_flags(parser)
     parser.add_argument("--max-concurrent", type=int, default=1, metavar="N",
                         help="most runs at once (1: the times per epoch are comparable)")
     return parser
@@ -68,13 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
 def solvers(args: argparse.Namespace) -> int:
     """The command's work: check the outputs, train or reuse every (solver, seed), write the table."""
     cli.check_seeds(args.seeds)
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     config = SSOTConfig.from_json(args.config) if args.config else SSOTConfig.for_task(args.task)
     with cli.flag_errors(("epochs", "device")):
         config = apply_overrides(config, epochs=args.epochs, device=args.device)
     out = args.out if args.out is not None else Path(f"solvers_{config.task}")
     md = table_path(out)
-    cli.check_output(out, "--out", folder=True, new=[md.name])
+    outputs.check_output(out, "--out", folder=True, new=[md.name])
     by_solver = run_variants(config, args.seeds, out, variants=SOLVER_VARIANTS, num_cpus=args.num_cpus,
                              address=args.address, max_concurrent=args.max_concurrent)
     table = solver_table(by_solver)

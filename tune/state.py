@@ -43,7 +43,7 @@ from typing import Any
 import pyarrow.fs
 
 from ssot.errors import SSOTError
-from ssot.results import storage
+from ssot.results import atomic, storage
 from ssot.results.experiment import TRIALS_FILE
 
 TUNER_FILE = "tuner.pkl"
@@ -249,7 +249,7 @@ def keep_history(fs: Any, path: str, trial: SavedTrial) -> bool:
         return True  # a checkpoint of an earlier version: no history to keep
     except (OSError, ValueError):
         return False
-    storage.write_whole(fs, kept, data)
+    atomic.write_whole(fs, kept, data)
     return True
 
 

@@ -47,8 +47,8 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from ssot.cli import check_output
 from ssot.errors import ConfigError
+from ssot.results.outputs import check_output
 
 __all__ = ["TRACKERS", "PACKAGES", "MLFLOW_URI_ENV", "WANDB_DIR_ENV", "STATUS_TAG", "mlflow_uri", "wandb_dir", "check_trackers"]
 

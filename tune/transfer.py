@@ -12,7 +12,7 @@ source's values of the fields its space searched, so on feature-cache screens th
 screens on the target's cache. The diagonal (a task's best config on itself, same seeds) is the
 own best that every loss is measured against (:mod:`ssot.results.transfer`).
 
-Runs go through the machinery of ``tune/final.py`` (:func:`tune.final.train_on_ray`): each (source,
+Runs go through the Ray runner (:func:`tune.runner.train_on_ray`): each (source,
 target, seed) is a Ray task with the search's resource flags, its run record written to
 ``OUT/runs/<target>/<source>_seed<s>.json`` as soon as it ends and reused when the command is run
 again, so an interrupted transfer continues where it stopped. Once every replay ended, the table
@@ -33,7 +33,7 @@ from typing import Any
 from ssot import cli
 from ssot.config import SEARCHED_FIELDS, SSOTConfig, defaults
 from ssot.errors import ResultsError, SSOTError
-from ssot.results import storage
+from ssot.results import discovery, outputs, storage
 from ssot.results.experiment import Experiment
 from ssot.results.markdown import write_new_tables
 from ssot.results.record import RUNS_DIR, RunRecord, write_new
@@ -49,7 +49,8 @@ from ssot.results.transfer import (
     to_markdown,
     transfer_table,
 )
-from tune.final import train_on_ray
+from tune import flags
+from tune.runner import train_on_ray
 
 __all__ = ["Source", "sources_of", "replay_config", "build_parser", "main"]
 
@@ -121,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="use only the searches of this experiment name (--name of tune/search.py)")
     parser.add_argument("--no-default", action="store_true", help="do not replay the paper's default config")
     r = parser.add_argument_group("resources (as tune/search.py)")
-    cli.add_trial_resources(r, "run")
-    cli.add_ray_flags(r)
+    flags.add_trial_resources(r, "run")
+    flags.add_ray_flags(r)
     return parser
 
 
@@ -143,14 +144,14 @@ def transfer(args: argparse.Namespace) -> int:
     """The command's work: choose the searches, check the outputs, run or reuse every replay, write
     the table and the manifest."""
     cli.check_seeds(args.seeds)
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     try:
-        found = storage.read_experiments(args.results_dir)
+        found = discovery.read_experiments(args.results_dir)
     except storage.StorageError as exc:
         raise ResultsError(str(exc)) from None
     searches = task_searches(found, args.name, where=str(args.results_dir), what="A transfer")
     check_out(args.out, searches)
-    cli.check_output(args.out, "--out", folder=True, new=output_names())
+    outputs.check_output(args.out, "--out", folder=True, new=output_names())
     sources = sources_of(searches, include_default=not args.no_default)
     pairs = {f"{s.name} on {t.task}": (s.name, t.task) for t in searches for s in sources}
     jobs = {(f"{s.name} on {t.task}", seed): (replay_config(t, s, seed), run_path(args.out, t.task, s.name, seed))

@@ -59,7 +59,7 @@ from analysis.data.frames import MODE_LABELS, best_trial, cross_task_table, form
 from analysis.data.importance import LEVEL, MIN_TRIALS, N_BOOT
 from analysis.data.paper_runs import paper_input_paths
 from analysis.data.views import View
-from ssot.results import metrics, storage
+from ssot.results import discovery, metrics, storage
 from ssot.results.experiment import Problem
 from ssot.results.metrics import DEFAULT_METRIC
 from ssot.results.paper import read_paper_accuracy
@@ -433,13 +433,13 @@ def output_paths(root: str | os.PathLike[str], out: str | os.PathLike[str] | Non
 
 def input_paths(root: str | os.PathLike[str], paper_csv: str | os.PathLike[str] | None = None) -> list[Path]:
     """Every local file :func:`build_dashboard` reads: the experiments' files under a local
-    ``root`` (:func:`ssot.results.storage.experiment_inputs`), the run records and t-SNE files
+    ``root`` (:func:`ssot.results.discovery.experiment_inputs`), the run records and t-SNE files
     of its paper section (:func:`analysis.data.paper_runs.paper_input_paths`) and ``paper_csv``.
     What the command's outputs may never be."""
     found = [Path(paper_csv)] if paper_csv else []
     if storage.is_uri(root):
         return found
-    return [*storage.experiment_inputs(root), *paper_input_paths(Path(root)), *found]
+    return [*discovery.experiment_inputs(root), *paper_input_paths(Path(root)), *found]
 
 
 def build_dashboard(

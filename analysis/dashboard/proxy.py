@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from analysis.charts.proxy import proxy_figure
 from analysis.data.proxy import proxy_info, reference_path
 from ssot.errors import SSOTError
-from ssot.results import storage
+from ssot.results import discovery
 from ssot.results.experiment import Experiment
 
 __all__ = ["proxy_section"]
@@ -23,7 +23,7 @@ def proxy_section(experiment: Experiment, key: str) -> tuple[str, dict[str, go.F
         return "", {}
     heading = "<h3>The screen against end-to-end training of the same configs</h3>"
     try:
-        found = [e for e in storage.read_experiments(where) if e.meta is not None and e.trials is not None]
+        found = [e for e in discovery.read_experiments(where) if e.meta is not None and e.trials is not None]
     except (OSError, ValueError, SSOTError) as exc:  # a missing folder, an unreachable store
         found, reason = [], str(exc)
     else:

@@ -9,6 +9,7 @@ needs no browser, the ``"plotly"`` backend needs kaleido and Chrome/Chromium
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +20,21 @@ import plotly.graph_objects as go
 from analysis.dashboard.images import export_images
 from ssot.results.experiment import Problem
 
-__all__ = ["Backend", "FORMATS", "BACKENDS", "StaticFigure", "write_static"]
+__all__ = ["Backend", "FORMATS", "BACKENDS", "StaticFigure", "write_static", "add_figure_flags"]
 
 Backend = Literal["matplotlib", "plotly"]
 BACKENDS: tuple[str, ...] = ("matplotlib", "plotly")
 #: Formats of static figures; the default is PDF (for the paper) and PNG (for slides and READMEs).
 FORMATS: tuple[str, ...] = ("pdf", "png", "svg")
 DEFAULT_FORMATS: tuple[str, ...] = ("pdf", "png")
+
+
+def add_figure_flags(parser: argparse.ArgumentParser | Any) -> None:
+    """The flags of every command that writes static figures (the dashboard, the atlas):
+    ``--format`` (among :data:`FORMATS`, default :data:`DEFAULT_FORMATS`) and ``--no-images``
+    (the HTML page only)."""
+    parser.add_argument("--format", choices=list(FORMATS), nargs="+", default=list(DEFAULT_FORMATS), help="static figure formats")
+    parser.add_argument("--no-images", action="store_true", help="write the HTML page only, no static figures")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The experiments that ``tune/`` writes, as the analysis sees them.
 
 The files, their reader and its problems are owned by :mod:`ssot.results.experiment` (read from a
-folder or object storage by :func:`ssot.results.storage.read_experiments`); this module adds how
+folder or object storage by :func:`ssot.results.discovery.read_experiments`); this module adds how
 each hyperparameter is drawn (:class:`ParamSpec`) and splits the trials that recorded no epoch
 from the rows that are drawn (:class:`Experiment`).
 
@@ -21,8 +21,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from ssot.errors import ResultsError, SSOTError
+from ssot.results import discovery, storage
 from ssot.results import experiment as results_experiment
-from ssot.results import storage
 from ssot.results.experiment import EXPERIMENT_FILE, SPACE_KINDS, Problem
 from ssot.results.trials import PARAMS
 
@@ -251,7 +251,7 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
     ----------
     root : path-like
         A results folder (searched recursively for ``experiment.json``), or a URI such as
-        ``s3://bucket/prefix`` (:func:`ssot.results.storage.read_experiments`).
+        ``s3://bucket/prefix`` (:func:`ssot.results.discovery.read_experiments`).
 
     Returns
     -------
@@ -266,7 +266,7 @@ def load_experiments(root: str | os.PathLike[str]) -> tuple[list[Experiment], li
         If ``root`` is not a folder, holds no ``experiment.json``, or none can be read.
     """
     try:
-        found = storage.read_experiments(root)
+        found = discovery.read_experiments(root)
     except (ResultsError, storage.StorageError) as exc:
         raise NoExperimentsError(str(exc)) from None
     if not found:

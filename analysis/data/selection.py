@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ssot.results import storage
+from ssot.results import discovery
 from ssot.results.markdown import bold, markdown_table
 from ssot.results.trials import COMPLETED, PREDICTIONS_COLUMN, rank
 
@@ -121,7 +121,17 @@ def with_combined(candidates: pd.DataFrame, directions: Mapping[str, str]) -> tu
 
 
 def ensv_scores(final: pd.DataFrame) -> pd.Series:
-    """EnsV of each trial from space-separated final predictions (majority vote of all trials)."""
+    r"""EnsV (Hu, Luo, Liang, Foo, "Towards Reliable Model Selection for Unsupervised Domain
+    Adaptation: An Empirical Study and A Certified Baseline", NeurIPS 2024) of each trial: its
+    agreement with the ensemble of all trials (higher is better).
+
+    Each row's ``target_pred`` holds the trial's final target predictions as space-separated class
+    indices (hard votes, :data:`ssot.results.trials.PREDICTIONS_COLUMN`). The ensemble label of
+    sample :math:`i` is the class most trials predict (ties: the lowest class), and
+
+    .. math:: \mathrm{EnsV}_c = \frac1N \sum_i \mathbb 1[\hat y^{(c)}_i = \hat y^{ens}_i].
+
+    All NaN when the trials' predictions differ in length or are empty (no common target set)."""
     preds = final[PREDICTIONS_COLUMN].map(lambda s: np.array([int(v) for v in str(s).split()]))
     lengths = preds.map(len)
     if preds.empty or lengths.nunique() != 1 or lengths.iloc[0] == 0:
@@ -335,6 +345,6 @@ def recipe_markdown(table: pd.DataFrame, recipe: Recipe = RECIPE) -> str:
 
 def read_experiments(results_dir: str | os.PathLike[str]) -> list[tuple[dict, pd.DataFrame]]:
     """Every experiment under ``results_dir`` (a folder or a URI such as ``s3://bucket/prefix``,
-    :func:`ssot.results.storage.read_experiments`) with its usable ``trials.csv`` rows;
+    :func:`ssot.results.discovery.read_experiments`) with its usable ``trials.csv`` rows;
     experiments without rows are skipped."""
-    return [(e.meta, e.trials) for e in storage.read_experiments(results_dir) if e.meta is not None and e.trials is not None]
+    return [(e.meta, e.trials) for e in discovery.read_experiments(results_dir) if e.meta is not None and e.trials is not None]

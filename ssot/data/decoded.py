@@ -115,8 +115,8 @@ def prepare(task: str, data_root: str | Path | None, out: str | Path | None = No
     DataError : the data root or the task's images are missing or unreadable.
     SSOTError : ``out`` exists or cannot be written.
     """
-    from ssot.cli import check_output
     from ssot.data.layouts import benchmark_task, resolve_data_root, task_samples
+    from ssot.results.outputs import check_output
 
     spec_task = benchmark_task(task)
     if not isinstance(resize_size, int) or resize_size < 1:

@@ -11,8 +11,17 @@ One module per concept, each the one owner of its files, names and rules:
     an experiment's files (``experiment.json``, ``trials.csv``, ``best_config.json``): names,
     statuses, the writer, the reader (:class:`~ssot.results.experiment.Experiment`) and its problems.
 :mod:`ssot.results.storage`
-    local paths and URIs (object storage), names that become folders, checking output
-    locations, and the reader of every experiment under a root.
+    local paths and URIs (object storage): reading, writing, listing, probing a store.
+:mod:`ssot.results.atomic`
+    writing a whole file at once (renamed or linked into place, one object on a store).
+:mod:`ssot.results.io_errors`
+    which errors say that the file system failed (read-only, full, over quota, I/O).
+:mod:`ssot.results.names`
+    names that become folders (an experiment's ``--name``).
+:mod:`ssot.results.outputs`
+    the check of every output location before a command works.
+:mod:`ssot.results.discovery`
+    finding and reading every experiment under a root (local or a URI).
 :mod:`ssot.results.lock`
     the lock of an experiment folder: one search driver at a time, stale locks of dead drivers.
 :mod:`ssot.results.record`

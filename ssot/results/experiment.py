@@ -13,7 +13,8 @@ An experiment is one search on one task, in a folder holding
 
 ``tune/`` writes these files (:func:`experiment_texts`, :func:`write_experiment`), every reader
 reads them with :func:`read_experiment` into one :class:`Experiment` (``analysis``, export,
-confirmation, the search's own resume), through :mod:`ssot.results.storage` for object storage.
+confirmation, the search's own resume); every experiment under a root, local or object storage, is
+found and read by :mod:`ssot.results.discovery`.
 """
 from __future__ import annotations
 
@@ -208,19 +209,6 @@ class Experiment:
 Reader = Callable[[str], "str | None"]
 
 
-def find_experiments(root: str | os.PathLike[str]) -> list[Path]:
-    """Every folder under ``root`` (itself included) holding ``experiment.json``, sorted; the walk
-    does not descend into an experiment folder (Ray's trial folders) nor into hidden folders."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        if EXPERIMENT_FILE in filenames:
-            found.append(Path(dirpath))
-            dirnames[:] = []
-        else:
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-    return sorted(found)
-
-
 def _local_reader(folder: Path) -> Reader:
     def read(name: str) -> str | None:
         path = folder / name
@@ -317,7 +305,7 @@ def read_experiment(folder: str | os.PathLike[str], read: Reader | None = None) 
         The experiment folder.
     read : callable, optional
         ``read(file_name) -> text or None when missing``; default: read the local folder
-        (:func:`ssot.results.storage.read_experiments` reads object storage).
+        (:func:`ssot.results.discovery.read_experiments` reads object storage).
 
     Returns
     -------

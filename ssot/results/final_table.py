@@ -38,9 +38,9 @@ import pandas as pd
 from ssot.data.registry import dataset_of
 from ssot.errors import ResultsError
 from ssot.results.markdown import markdown_table
+from ssot.results.outputs import check_output
 from ssot.results.paper import read_paper_accuracy
 from ssot.results.record import RunRecord, records, summarize
-from ssot.results.storage import check_output
 
 __all__ = ["COLUMNS", "CSV_NAME", "MARKDOWN_NAME", "task_row", "results_table", "format_mean_std", "to_markdown",
            "result_paths", "write_results"]

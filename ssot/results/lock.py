@@ -2,23 +2,25 @@
 
 A driver takes the lock before any work and releases it when it ends (also on an error or
 Ctrl-C); a second driver with the same ``--name`` and task is refused in one line naming the
-first one. The lock is a small JSON file, :data:`LOCK_FILE`, in the experiment folder, holding
-the ``host``, ``pid``, ``started`` time and the process's start token (``pid_start``, ``boot_id``:
-Linux ``/proc``), so that a lock whose process is gone can be told from a live one.
+first one. The lock is a small JSON file, :data:`LOCK_FILE`, in the experiment folder, naming its
+holder (``host``, ``pid``, ``started``, the process's start time ``created`` and a ``token``).
 
 Local folders (NFS included)
-    The lock is created with ``O_CREAT | O_EXCL``: of two drivers, exactly one creates it.
+    filelock's ``FileLock`` holds an OS lock (``flock``) on the file for the driver's whole life:
+    of two drivers exactly one gets it, and the kernel drops it when the driver ends, however it
+    ends. A driver killed with ``kill -9`` leaves the file but not the OS lock, so the next driver
+    on the same host that gets the OS lock knows the holder named in the file is gone: it takes
+    over and says so. A file naming another host is refused (not every network file system
+    shares ``flock`` between hosts), and the message says which file to delete.
 Object storage (``s3://...``)
-    pyarrow offers no conditional create, so the lock is a best-effort marker: the driver writes
-    it with a token of its own, waits :data:`SETTLE_S` seconds and reads it back; of drivers that
-    wrote within that time, only the last writer (the one whose token it reads back) goes on.
-    S3 reads are strongly consistent, so two drivers started at once both read the same winner;
-    drivers started more than the settle time apart see the first one's marker.
-
-A stale lock (its process is no longer running: a driver killed with ``kill -9``, a machine that
-rebooted) is broken by the next driver on the same host, which says so. On another host the pid
-cannot be checked: that driver is refused, and the message says which file to delete once the
-user knows the first search no longer runs.
+    Kept here because no library covers it: filelock needs a file system's locks, and pyarrow's
+    file systems offer no conditional create. So the lock is a best-effort marker: the driver
+    writes it with a token of its own, waits :data:`SETTLE_S` seconds and reads it back; of
+    drivers that wrote within that time, only the last writer (the one whose token it reads back)
+    goes on. S3 reads are strongly consistent, so two drivers started at once both read the same
+    winner; drivers started more than the settle time apart see the first one's marker. A marker
+    whose process no longer runs on this host (psutil: its pid and start time) is stale and
+    removed with a note; on another host it is refused as above.
 """
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+import psutil
+from filelock import FileLock, Timeout
 
 from ssot.errors import SSOTError
 from ssot.results import storage
@@ -43,38 +48,25 @@ class LockedError(SSOTError):
     """Another search driver holds the experiment's lock (one line: who, and how to go on)."""
 
 
-def _proc_start(pid: int) -> str | None:
-    """The start time of process ``pid`` in clock ticks since boot (Linux), None elsewhere."""
+def _created(pid: int) -> float | None:
+    """The start time of process ``pid`` (seconds since the epoch), None when it is not running."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
         return None
 
 
 def _alive(holder: dict[str, Any]) -> bool | None:
     """Whether the process that wrote ``holder`` still runs: None when it cannot be told
-    (another host); a reused pid or a rebooted machine counts as not running."""
+    (another host); a reused pid or a rebooted machine (another start time) counts as not running."""
     if holder.get("host") != socket.gethostname():
         return None
-    if holder.get("boot_id") and _boot_id() and holder["boot_id"] != _boot_id():
-        return False
     pid = holder.get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it runs, as another user
-        return True
-    return holder.get("pid_start") is None or holder["pid_start"] == _proc_start(pid)
+    created = _created(pid)
+    recorded = holder.get("created")
+    return created is not None and (not isinstance(recorded, (int, float)) or abs(created - recorded) < 0.01)
 
 
 class ExperimentLock:
@@ -88,11 +80,12 @@ class ExperimentLock:
         self.token = uuid.uuid4().hex
         self.held = False
         self.created: list[Path] = []  # local folders made to hold the lock, removed with it when left empty
+        self.os_lock: FileLock | None = None  # the local case's
 
     def holder(self) -> dict[str, Any] | None:
-        """The content of the lock file, or None when there is none."""
+        """The content of the lock file, or None when there is none (or it is empty)."""
         text = storage.read_text(self.path)
-        if text is None:
+        if not text:
             return None
         try:
             content = json.loads(text)
@@ -102,30 +95,70 @@ class ExperimentLock:
 
     def _content(self) -> str:
         pid = os.getpid()
-        return json.dumps({"host": socket.gethostname(), "pid": pid, "started": now(), "pid_start": _proc_start(pid),
-                           "boot_id": _boot_id(), "token": self.token}) + "\n"
+        return json.dumps({"host": socket.gethostname(), "pid": pid, "started": now(), "created": _created(pid),
+                           "token": self.token}) + "\n"
 
     def acquire(self) -> None:
-        """Take the lock, breaking a stale one of this host.
+        """Take the lock, taking over a stale one of this host (with a note).
 
         Raises
         ------
         LockedError
             When another driver holds it (or wrote its object-storage marker at the same time).
         """
-        for _ in range(3):
-            if self._create():
+        for attempt in range(3):
+            stale = self._take_marker() if storage.is_uri(self.path) else self._take_local()
+            if stale is not None:
                 self.held = True
                 return
-            holder = self.holder()
-            if holder is None:  # released meanwhile: try again
-                continue
-            if _alive(holder) is False and self._break(holder):
-                self.notes(f"note: removed the stale lock {self.path} of pid {holder.get('pid')} on {holder.get('host')} "
-                           f"(started {holder.get('started')}; that process no longer runs)")
-                continue
-            raise LockedError(self._refusal(holder))
+            time.sleep(0.1 * attempt)  # released (or its holder not written yet) meanwhile: try again
         raise LockedError(self._refusal(self.holder() or {}))
+
+    def _note_stale(self, holder: dict[str, Any]) -> None:
+        self.notes(f"note: removed the stale lock {self.path} of pid {holder.get('pid')} on {holder.get('host')} "
+                   f"(started {holder.get('started')}; that process no longer runs)")
+
+    def _take_local(self) -> dict[str, Any] | None:
+        """Take the OS lock and write this driver's file: the stale holder it replaced (``{}`` for
+        none), or None when the lock was released meanwhile."""
+        path = Path(self.path)
+        self.created = self.created or [p for p in path.parents if not p.exists()]  # deepest first
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.path, timeout=0, fallback_to_soft=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            holder = self.holder()
+            if holder is None:
+                return None
+            raise LockedError(self._refusal(holder)) from None
+        previous = self.holder() or {}
+        if previous and previous.get("host") != socket.gethostname():  # its OS lock may not reach this host
+            lock.release()
+            raise LockedError(self._refusal(previous))
+        path.write_text(self._content())
+        self.os_lock = lock
+        if previous:  # its OS lock is gone: the process that held it no longer runs
+            self._note_stale(previous)
+        return previous
+
+    def _take_marker(self) -> dict[str, Any] | None:
+        """Object storage: write this driver's marker if there is none and read it back after
+        :data:`SETTLE_S` (``{}``: taken); None after removing a stale one."""
+        holder = self.holder()
+        if holder is not None:
+            if _alive(holder) is not False:
+                raise LockedError(self._refusal(holder))
+            if self.holder() == holder:  # not replaced meanwhile
+                storage.remove(self.path)
+                self._note_stale(holder)
+            return None
+        storage.write_text(self.path, self._content())
+        time.sleep(SETTLE_S)  # another driver that wrote meanwhile: the last writer wins, the others see it
+        holder = self.holder()
+        if holder is not None and holder.get("token") == self.token:
+            return {}
+        raise LockedError(self._refusal(holder or {}))
 
     def _refusal(self, holder: dict[str, Any]) -> str:
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}" if "pid" in holder
@@ -134,52 +167,6 @@ class ExperimentLock:
                 "or choose another --name. If that search no longer runs (killed on another machine, or the machine "
                 f"was lost), delete {self.path} and rerun.")
 
-    def _create(self) -> bool:
-        """Create the lock file if there is none: True when this driver holds it now."""
-        if not storage.is_uri(self.path):
-            path = Path(self.path)
-            self.created = self.created or [p for p in path.parents if not p.exists()]  # deepest first
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "w") as out:
-                out.write(self._content())
-            return True
-        if storage.exists(self.path):
-            return False
-        storage.write_text(self.path, self._content())
-        time.sleep(SETTLE_S)  # another driver that wrote meanwhile: the last writer wins, the others see it
-        holder = self.holder()
-        return holder is not None and holder.get("token") == self.token
-
-    def _break(self, stale: dict[str, Any]) -> bool:
-        """Remove a stale lock, unless another driver replaced it meanwhile."""
-        if storage.is_uri(self.path):
-            if self.holder() != stale:
-                return False
-            storage.remove(self.path)
-            return True
-        aside = Path(f"{self.path}.stale-{self.token}")
-        try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return True  # removed meanwhile
-        try:
-            taken = json.loads(aside.read_text())
-        except (OSError, json.JSONDecodeError):
-            taken = None
-        if taken == stale or not isinstance(taken, dict):
-            aside.unlink(missing_ok=True)
-            return True
-        try:  # another driver broke the stale lock and took a new one first: put its lock back
-            os.link(aside, self.path)
-        except FileExistsError:
-            pass
-        aside.unlink(missing_ok=True)
-        return False
-
     def release(self) -> None:
         """Remove the lock if this driver holds it (its own, never another one's), and the
         folders made to hold it if nothing else was written there (a refused search leaves nothing)."""
@@ -187,8 +174,11 @@ class ExperimentLock:
             return
         self.held = False
         try:
-            holder = self.holder()
-            if holder is not None and holder.get("token") == self.token:
+            if self.os_lock is not None:  # the file goes while the OS lock is still held
+                Path(self.path).unlink(missing_ok=True)
+                self.os_lock.release()
+                self.os_lock = None
+            elif (holder := self.holder()) is not None and holder.get("token") == self.token:
                 storage.remove(self.path)
         except OSError:  # a storage that failed (read-only, unreachable): the next driver finds the lock stale
             return

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ssot.errors import ResultsError
+from ssot.results import atomic
 from ssot.results.metrics import worst_value
 
 #: Sub-folder of a results folder holding one run record per (task, seed).
@@ -186,26 +186,13 @@ def read_reusable(path: str | Path, expected: Mapping[str, Any], ignore: Collect
 
 
 def write_new(path: str | Path, payload: Mapping[str, Any] | RunRecord) -> Path:
-    """Write a record (or any JSON payload of records) to ``path`` atomically; never replaces a file.
+    """Write a record (or any JSON payload of records) to ``path`` at once; never replaces a file
+    (:func:`ssot.results.atomic.write_new`).
 
     Raises
     ------
     ResultsError
         If ``path`` appeared meanwhile (the new content is kept beside it and named).
     """
-    path = Path(path)
     data = payload.to_dict() if isinstance(payload, RunRecord) else dict(payload)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    try:
-        os.link(tmp, path)  # fails if path exists
-    except FileExistsError:
-        raise ResultsError(f"{path} appeared while training; the new run is kept in {tmp}.") from None
-    except OSError:  # file system without hard links
-        if path.exists():
-            raise ResultsError(f"{path} appeared while training; the new run is kept in {tmp}.") from None
-        os.replace(tmp, path)
-        return path
-    tmp.unlink()
-    return path
+    return atomic.write_new(Path(path), (json.dumps(data, indent=2) + "\n").encode(), "the new run")

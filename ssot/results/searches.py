@@ -87,7 +87,7 @@ def task_searches(experiments: Sequence[E], name: str | None = None, where: str 
 
     Parameters
     ----------
-    experiments : the experiments read under ``where`` (:func:`ssot.results.storage.read_experiments`).
+    experiments : the experiments read under ``where`` (:func:`ssot.results.discovery.read_experiments`).
     name : keep only the searches of this experiment name (``--name``).
     where : how the messages name the results folder.
     what : how the messages name the command's work (e.g. ``"The atlas"``).

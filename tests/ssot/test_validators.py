@@ -159,14 +159,6 @@ def test_mixval_partners_are_a_seeded_cycle_of_the_set():
     assert torch.equal(a, b)  # the global random state plays no part
 
 
-def test_ensv_hard_and_soft():
-    preds = [np.array([0, 1, 2, 2]), np.array([0, 1, 1, 2]), np.array([1, 1, 2, 0])]
-    # majority: [0, 1, 2, 2]
-    np.testing.assert_allclose(V.ensv(preds), [1.0, 0.75, 0.5])
-    soft = [np.eye(3)[p] for p in preds]
-    np.testing.assert_allclose(V.ensv(soft), [1.0, 0.75, 0.5])
-
-
 def test_dev_does_not_touch_the_global_rng():
     g = torch.Generator().manual_seed(1)
     src, tgt = torch.randn(50, 3, generator=g), torch.randn(40, 3, generator=g) + 0.5

@@ -66,7 +66,7 @@ def test_ablation_command_through_ray_resumes_and_never_overwrites(quick_config,
 
 
 def test_a_missing_dataset_is_one_line_before_ray_starts(tmp_path, monkeypatch, capsys):
-    """The data of every run is checked before Ray starts (tune.final.train_on_ray): one line, exit 2."""
+    """The data of every run is checked before Ray starts (tune.runner.train_on_ray): one line, exit 2."""
     import ray
 
     monkeypatch.delenv("SSOT_DATA_ROOT", raising=False)
@@ -80,7 +80,7 @@ def test_a_user_error_inside_a_ray_task_is_raised_as_itself():
     import ray
 
     from ssot.errors import DataError
-    from tune.final import ray_result
+    from tune.runner import ray_result
 
     def get(ref):
         raise ray.exceptions.RayTaskError("_train", "Traceback ...\x1b[36mray::_train()\x1b[39m", DataError("no data root"))

@@ -6,7 +6,6 @@ import stat
 
 import pytest
 
-from ssot.errors import ConfigError
 from tests.fixtures import QUICK
 from tune import mps
 
@@ -104,28 +103,53 @@ def test_a_daemon_that_cannot_start_leaves_one_warning_and_nothing_behind(fake_m
     assert mps.PIPE_ENV not in os.environ and list(tmp_path.glob("ssot-mps-*")) == []
 
 
-def test_a_search_exports_mps_to_its_ray_workers_and_stops_it_after_an_error(fake_mps, tmp_path, monkeypatch):
-    ray = pytest.importorskip("ray")
-    from tune.experiment import run_search
-    from tune.options import SearchOptions
+#: The search of the next test, in a process of its own: its Ray is the one the search starts, whatever Ray
+#: another test of this process left running (the test's outcome does not depend on the tests run before it).
+_SEARCH_WITH_MPS = """
+import json, os, sys, tempfile
+import ray
+from ssot.errors import ConfigError
+from tune import mps
+from tune.experiment import run_search
+from tune.options import SearchOptions
 
-    if ray.is_initialized():
-        pytest.skip("a Ray instance of another test is running")
-    seen = []
-    real_init = ray.init
+mps.DEFAULT_PIPE_DIR = sys.argv[1]
+tempfile.tempdir = sys.argv[4]  # the search's own MPS folders go here
+seen, real_init = [], ray.init
 
-    def init(*args, **kwargs):  # the real local Ray, then ask one of its workers for its environment
-        real_init(*args, **kwargs)
-        seen.append(ray.get(ray.remote(lambda: os.environ.get(mps.PIPE_ENV)).remote()))
+def init(*args, **kwargs):  # the real local Ray, then ask one of its workers for its environment
+    real_init(*args, **kwargs)
+    seen.append(ray.get(ray.remote(lambda: os.environ.get(mps.PIPE_ENV)).remote()))
 
-    monkeypatch.setattr(ray, "init", init)
-    options = SearchOptions(task="digits", num_samples=1, base=dict(QUICK), gpus_per_trial=0.5, storage_path=str(tmp_path / "runs"),
-                            verbose=0)
-    with pytest.raises(ConfigError, match="more GPUs than the Ray cluster has"):  # this machine has no GPU: refused after Ray started
-        run_search(options, num_cpus=1)
+ray.init = init
+options = SearchOptions(task="digits", num_samples=1, base=json.loads(sys.argv[2]), gpus_per_trial=0.5, storage_path=sys.argv[3],
+                        verbose=0)
+try:
+    run_search(options, num_cpus=1)
+    error = ""
+except ConfigError as exc:
+    error = str(exc)
+print(json.dumps({"seen": seen, "error": error, "initialized": ray.is_initialized(), "pipe_env": os.environ.get(mps.PIPE_ENV)}))
+"""
+
+
+def test_a_search_exports_mps_to_its_ray_workers_and_stops_it_after_an_error(fake_mps, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.fixtures import REPO
+
+    pytest.importorskip("ray")
+    run = subprocess.run([sys.executable, "-c", _SEARCH_WITH_MPS, str(tmp_path / "no-daemon"), json.dumps(QUICK), str(tmp_path / "runs"),
+                          str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "more GPUs than the Ray cluster has" in out["error"]  # this machine has no GPU: refused after Ray started
     started, stopped = fake_mps()
-    assert seen == [started["pipe"]] and stopped["stdin"] == "quit" and stopped["pipe"] == started["pipe"]
-    assert not ray.is_initialized() and mps.PIPE_ENV not in os.environ
+    assert out["seen"] == [started["pipe"]] and stopped["stdin"] == "quit" and stopped["pipe"] == started["pipe"]
+    assert not out["initialized"] and out["pipe_env"] is None
+    assert started["pipe"].startswith(str(tmp_path)) and not os.path.exists(started["pipe"])  # the search's own folder, removed
 
 
 def test_experiment_json_and_the_summary_say_what_mps_did(finished_search):

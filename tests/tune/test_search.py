@@ -307,7 +307,9 @@ def test_a_search_killed_before_it_wrote_experiment_json_leaves_its_name_usable(
 def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
     """kill -9 of a driver that started its own Ray: its watchdog (tune/reaper.py) ends every process
     Ray started (Ray's DashboardAgent and RuntimeEnvAgent outlived the driver by over 30 s before)."""
-    from tune.reaper import descendants, processes
+    import psutil
+
+    from tune.reaper import descendants
 
     driver = subprocess.Popen([*SEARCH, "--task", "digits", "--num-samples", "2", "--epochs", "30", "--set", "pretrain_epochs=1",
                                "--num-cpus", "2", "--storage-path", str(tmp_path), "--quiet"],
@@ -318,18 +320,10 @@ def test_a_killed_driver_leaves_no_process_of_its_ray_behind(tmp_path):
         time.sleep(0.5)
     assert list(trials.glob("trial_*")), "no trial started"
     time.sleep(3)  # the trials' workers and Ray's agents are up
-    table = processes()
-    ray = {pid: started for pid, started in descendants(driver.pid, table).items()
-           if "tune.reaper" not in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")}
+    ray = [p for p in descendants(driver.pid) if "tune.reaper" not in " ".join(p.cmdline())]  # pid and start time each
     assert len(ray) >= 3  # GCS, raylet, agents, workers
     driver.kill()
     driver.wait()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        table = processes()
-        left = [pid for pid, started in ray.items() if pid in table and table[pid][1] == started]
-        if not left:
-            break
-        time.sleep(0.5)
-    names = {pid: open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")[:80] for pid in left if os.path.exists(f"/proc/{pid}")}
+    _, left = psutil.wait_procs(ray, timeout=20)
+    names = {p.pid: " ".join(p.cmdline())[:80] for p in left if p.is_running()}
     assert not left, f"processes of the killed driver's Ray still run 20 s later: {names}"

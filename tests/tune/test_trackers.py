@@ -67,6 +67,7 @@ def test_mlflow_holds_every_trial_its_parameters_epochs_and_status(tracked):
 
 
 def test_tensorboard_event_files_hold_every_epoch(tracked):
+    assert tracked.code == 0 and len(tracked.trials) == 2
     for trial in tracked.trials:
         epochs = _epochs(tracked.rows, trial)
         (events,) = (tracked.folder / f"trial_{trial}").glob("events.out.tfevents.*")
@@ -77,6 +78,7 @@ def test_tensorboard_event_files_hold_every_epoch(tracked):
 
 
 def test_wandb_offline_runs_hold_every_trial(tracked):
+    assert tracked.code == 0 and len(tracked.trials) == 2
     for trial in tracked.trials:
         epochs = _epochs(tracked.rows, trial)
         (path,) = tracked.wandb.glob(f"offline-run-*-{trial}/run-{trial}.wandb")

@@ -1,4 +1,4 @@
-"""`python tune/transfer.py`: each task's best config replayed on every task, through tune/final.py's runner."""
+"""`python tune/transfer.py`: each task's best config replayed on every task, through the Ray runner (tune/runner.py)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from ssot.results.storage import read_experiments
+from ssot.results.discovery import read_experiments
 from ssot.results.transfer import CSV_NAME, DEFAULT_SOURCE, MANIFEST_FILE, MARKDOWN_NAME, read_transfer, run_path
 from tests.fixtures.experiments import write_atlas_results
 from tune import transfer

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.data.experiments import NoExperimentsError, ParamSpec, Problem, load_experiment, load_experiments
-from ssot.results.experiment import find_experiments as find_experiment_dirs
+from ssot.results.discovery import find_experiments as find_experiment_dirs
 from ssot.results.experiment import parse_trials
 from tests.fixtures.experiments import EDGE_TRIALS, write_edge_tpe
 

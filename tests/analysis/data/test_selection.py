@@ -1,6 +1,9 @@
 """`analysis/data/selection.py`: regret of label-free selection, known answers."""
 from __future__ import annotations
 
+from collections import Counter
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -26,6 +29,33 @@ def test_epoch_selection_known_answer():
     # snd picks a:2 (0.7), b:1 (0.9), c:2 (0.8): zero regret; entropy picks a:2, b:1, c: tie -> first (0.8)
     assert out.loc["snd", "regret"] == pytest.approx(0.0) and out.loc["entropy", "regret"] == pytest.approx(0.0)
     assert out.loc["snd", "oracle_acc"] == pytest.approx((0.7 + 0.9 + 0.8) / 3)
+
+
+def _ensv_by_the_formula(predictions: list[list[int]]) -> list[float]:
+    """EnsV as published, written out: the ensemble label of each sample is the class most
+    candidates predict (ties: the lowest class), each candidate's score the share of samples where
+    it agrees with the ensemble."""
+    n = len(predictions[0])
+    ensemble = []
+    for i in range(n):
+        counts = Counter(p[i] for p in predictions)
+        ensemble.append(min(c for c in counts if counts[c] == max(counts.values())))
+    return [sum(p[i] == ensemble[i] for i in range(n)) / n for p in predictions]
+
+
+def test_ensv_is_the_published_formula_on_small_arrays():
+    known = [[0, 1, 2, 2], [0, 1, 1, 2], [1, 1, 2, 0]]  # majority 0 1 2 2
+    rng = np.random.default_rng(0)
+    cases = [known, [[0, 1], [1, 0]]]  # a tie on every sample goes to the lowest class
+    cases += [rng.integers(0, k, size=(c, n)).tolist() for c, n, k in [(2, 5, 3), (5, 40, 4), (7, 13, 10), (1, 6, 2)]]
+    for preds in cases:
+        final = pd.DataFrame({"target_pred": [" ".join(map(str, p)) for p in preds]}, index=[f"t{i}" for i in range(len(preds))])
+        scores = S.ensv_scores(final)
+        assert list(scores.index) == list(final.index)
+        np.testing.assert_allclose(scores.to_numpy(), _ensv_by_the_formula(preds), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(S.ensv_scores(pd.DataFrame({"target_pred": ["0 1 2 2", "0 1 1 2", "1 1 2 0"]})), [1.0, 0.75, 0.5])
+    uneven = S.ensv_scores(pd.DataFrame({"target_pred": ["0 1 2", "0 1"]}))  # not the same target set: no score
+    assert uneven.isna().all() and len(uneven) == 2
 
 
 def test_ensv_from_final_predictions():

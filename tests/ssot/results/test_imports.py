@@ -14,7 +14,8 @@ from tests.fixtures import REPO
                                      ["analysis/selection.py", "--help"], ["analysis/paper_figures.py", "--help"],
                                      ["analysis/atlas.py", "--help"], ["-m", "ssot.data", "prepare", "--help"],
                                      ["-m", "ssot.features", "--help"], ["-m", "ssot.feature_maps", "--help"],
-                                     ["-c", "import ssot, ssot.results.experiment, ssot.results.storage, ssot.results.record, "
+                                     ["-c", "import ssot, ssot.results.experiment, ssot.results.storage, ssot.results.atomic, ssot.results.io_errors, "
+                                            "ssot.results.names, ssot.results.outputs, ssot.results.discovery, ssot.results.record, "
                                             "ssot.results.final_table, ssot.results.paper, ssot.results.metrics, ssot.results.trials, "
                                             "ssot.results.searches, ssot.results.transfer, "
                                             "ssot.config, ssot.cli, ssot.data, ssot.data.registry, ssot.data.layouts, ssot.data.check, "

@@ -48,3 +48,24 @@ def test_a_reused_pid_or_another_host_is_not_taken_for_stale(tmp_path):
     (folder / LOCK_FILE).write_text(json.dumps({"host": "another-machine", "pid": 1, "started": "2026-01-01T00:00:00"}))
     with pytest.raises(LockedError, match=rf"pid 1 on another-machine.*delete {folder / LOCK_FILE} and rerun"):
         ExperimentLock(str(folder)).acquire()
+
+
+def test_a_driver_killed_with_sigkill_holds_the_lock_until_it_dies_then_it_is_taken_over(tmp_path):
+    """The lock of another process: refused while it runs (its OS lock), taken over with a note once
+    it was killed with SIGKILL (the kernel dropped its OS lock; its file names it still)."""
+    folder = tmp_path / "exp"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ssot.results.lock import ExperimentLock\n"
+                               f"lock = ExperimentLock({str(folder)!r})\nlock.acquire()\nprint('held', flush=True)\ntime.sleep(120)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockedError, match=rf"in use by another search \(pid {holder.pid} on "):
+            ExperimentLock(str(folder)).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert json.loads((folder / LOCK_FILE).read_text())["pid"] == holder.pid  # what kill -9 leaves
+    notes = []
+    with ExperimentLock(str(folder), notes=notes.append):
+        assert json.loads((folder / LOCK_FILE).read_text())["pid"] == os.getpid()
+    assert len(notes) == 1 and f"removed the stale lock {folder / LOCK_FILE} of pid {holder.pid}" in notes[0]

@@ -1,4 +1,4 @@
-"""`ssot.results.storage.check_output` (``ssot.cli.check_output``): every output location is tried
+"""`ssot.results.outputs.check_output` (``ssot.cli.check_output``): every output location is tried
 before any work, refused in one line, and nothing is left behind."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ssot.cli import check_output
 from ssot.errors import ResultsError, SSOTError
+from ssot.results.outputs import check_output
 
 
 def test_a_folder_that_can_be_created_passes_and_nothing_is_left_behind(tmp_path):

@@ -48,7 +48,7 @@ def test_a_record_is_written_whole_and_never_overwritten(tmp_path):
     record = RunRecord.from_dict(_record([0.6, 0.8]))
     write_new(path, record)
     assert read_record(path) == record and json.loads(path.read_text())["task"] == {"name": "digits"}
-    with pytest.raises(ResultsError, match="appeared while training"):
+    with pytest.raises(ResultsError, match="appeared meanwhile; the new run is kept in"):
         write_new(path, _record([0.1]))
     assert read_record(path) == record and len(list(path.parent.glob(f".{path.name}.*.tmp"))) == 1  # the new one, kept aside
 

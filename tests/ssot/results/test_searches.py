@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ssot.errors import ResultsError
+from ssot.results.discovery import read_experiments
 from ssot.results.searches import choose_searches, task_searches
-from ssot.results.storage import read_experiments
 from tests.fixtures.experiments import write_atlas_results
 
 
