@@ -31,12 +31,13 @@ def study(args: argparse.Namespace) -> int:
     from analysis.dashboard.study import agreement_markdown, study_page
     from analysis.data.study import agreement_table
     from ssot.results import storage
+    from ssot.results.outputs import check_output
     from ssot.results.study import StudyPaths, read_study
 
     record = read_study(args.study)
     paths = StudyPaths(args.study.resolve())
     csv, md = paths.agreement
-    cli.check_output(paths.root, "STUDY", folder=True, exists_ok=args.overwrite,
+    check_output(paths.root, "STUDY", folder=True, exists_ok=args.overwrite,
                      new=[paths.index.name, csv.name, md.name], hint="pass --overwrite to replace them")
     table = agreement_table(record)
     storage.write_text(str(csv), table.to_csv(index=False))

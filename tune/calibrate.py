@@ -115,7 +115,9 @@ def _model_rates(config: SSOTConfig, size: TaskSize, threads: int, log: Log) -> 
     device = resolve_device(config.device)
     embedded = not task(config.task).spec.on_disk
     iters = CALIBRATION_ITERS if embedded or device.type == "cuda" else 2
-    cal = config.replace(pretrained=False, pretrain_epochs=1, epochs=1, iters_per_epoch=iters, num_threads=threads)
+    # random weights cost what ImageNet's do; random images in memory need no DataLoader workers to decode them
+    cal = config.replace(pretrained=False, pretrain_epochs=1, epochs=1, iters_per_epoch=iters, num_threads=threads,
+                         num_workers=config.num_workers if embedded else 0)
     torch.set_num_threads(threads)
     if embedded:
         build_task(cal)  # its first build (rendering, in a new worker too) is the worker's start, timed below
@@ -184,19 +186,27 @@ def _stand_in(config: SSOTConfig, size: TaskSize) -> Any:
                         2 * config.batch_size)
 
 
-def _workers(config: SSOTConfig, size: TaskSize, cpus_per_run: float, gpus: float, slots: int) -> tuple[float, float]:
+#: A calibration run alone longer than this is not repeated several at once (ResNet-50 on CPUs: minutes
+#: and gigabytes each); its runs are taken not to slow each other.
+SHARED_LIMIT_S = 60.0
+
+
+def _workers(config: SSOTConfig, size: TaskSize, cpus_per_run: float, gpus: float, slots: int, alone: float) -> tuple[float, float | None]:
     """In Ray, as confirmation runs them: the start of ``slots`` new workers at once (seconds until
     all have the imports and data of a run), then ``slots`` runs of ``config`` at once: their mean
-    seconds (the measure of how runs sharing the machine slow each other)."""
+    seconds over ``alone`` (how runs sharing the machine slow each other; None when not measured:
+    one slot, or a run alone longer than :data:`SHARED_LIMIT_S`)."""
     import ray
 
     probe = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_probe)
     start = time.perf_counter()
     ray.get([probe.remote(config.to_dict()) for _ in range(slots)])
     started = time.perf_counter() - start
+    if slots < 2 or alone > SHARED_LIMIT_S:
+        return started, None
     timed = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_timed_run)
     times = ray.get([timed.remote(config.to_dict(), size) for _ in range(slots)])
-    return started, sum(times) / len(times)
+    return started, max(1.0, sum(times) / len(times) / alone)
 
 
 # ------------------------------------------------------------------------------------ the screen
@@ -229,7 +239,7 @@ def _screen_rates(options: StudyOptions, config: SSOTConfig, size: TaskSize, cpu
                           num_threads=threads)
     big = options.members
     points = []
-    for members in dict.fromkeys((big, max(2, big // 4) if big > 2 else big)):
+    for members in dict.fromkeys((big, max(2, big // 4) if big > 4 else big)):  # a line through two sizes, or one
         population = Population(_members(base, members), data)
         population.fit()
         points.append((members, population.timing))
@@ -326,7 +336,8 @@ def _report_rates(options: StudyOptions, experiment: Path, folder: Path, epochs:
     reached = trial_epochs(options, epochs)
     trials = len(reached)
     first = _study_sized(experiment, folder / "report" / "A", "A", reached, epochs)
-    _study_sized(experiment, folder / "report" / "B", "B", reached, epochs)
+    if len(options.tasks) >= 2:
+        _study_sized(experiment, folder / "report" / "B", "B", reached, epochs)
     dash0 = _command_seconds("analysis.sensitivity", ["--help"])
     plain = _command_seconds("analysis.sensitivity", [str(first), "--out", str(folder / "d0.html"), "--bootstrap", "0", *flags])
     rows = sum(reached)
@@ -335,14 +346,16 @@ def _report_rates(options: StudyOptions, experiment: Path, folder: Path, epochs:
     if bootstrap:
         booted = _command_seconds("analysis.sensitivity", [str(first), "--out", str(folder / "d1.html"), "--bootstrap", str(bootstrap), *flags])
         boot_s = max(0.0, booted - plain) / (bootstrap * trials)
-    atlas0 = _command_seconds("analysis.atlas", ["--help"])
-    atlas = _command_seconds("analysis.atlas", [str(folder / "report"), "--out", str(folder / "atlas"), *flags,
-                                                *(["--bootstrap", str(options.bootstrap)] if options.bootstrap is not None else [])])
-    index = _command_seconds("analysis.study", ["--help"])
+    atlas0 = atlas = 0.0
+    if len(options.tasks) >= 2:  # a study of one task has no atlas
+        atlas0 = _command_seconds("analysis.atlas", ["--help"])
+        atlas = _command_seconds("analysis.atlas", [str(folder / "report"), "--out", str(folder / "atlas"), *flags,
+                                                    *(["--bootstrap", str(options.bootstrap)] if options.bootstrap is not None else [])])
     log(f"calibration: a dashboard of {trials} trials ({rows} trial-epochs) {plain:.1f} s"
-        + (f" ({booted:.1f} s with {bootstrap} bootstrap resamples)" if bootstrap else "") + f", the atlas of 2 tasks {atlas:.1f} s")
+        + (f" ({booted:.1f} s with {bootstrap} bootstrap resamples)" if bootstrap else "")
+        + (f", the atlas of 2 tasks {atlas:.1f} s" if atlas else ""))
     return ReportRates(dashboard_s=dash0, dashboard_row_s=row_s, dashboard_boot_s=boot_s, atlas_s=atlas0,
-                       atlas_task_s=max(0.0, atlas - atlas0) / 2, index_s=index)
+                       atlas_task_s=max(0.0, atlas - atlas0) / 2, index_s=dash0)  # the index page: an analysis process's start
 
 
 # ------------------------------------------------------------------------------------ all of it
@@ -381,12 +394,18 @@ def calibrate(options: StudyOptions, sizes: Mapping[str, TaskSize], *, log: Log 
                 sources.update(more)
                 model = models[config.backbone]
                 slots = max(1, gpus if gpus else int(cpus // options.cpus_per_run))
+                on_disk = task(t).spec.on_disk
                 cal = config.replace(pretrained=False, pretrain_epochs=1, epochs=1, num_threads=threads,
-                                     iters_per_epoch=CALIBRATION_ITERS if not task(t).spec.on_disk or gpus else 2)
-                model.worker_s, shared = _workers(cal, sizes[t], options.cpus_per_run, 1.0 if gpus else 0.0, slots)
-                model.shared = max(1.0, shared / alone)
-                log(f"calibration: {slots} new Ray worker(s) ready in {model.worker_s:.1f} s; {slots} runs at once take "
-                    f"{model.shared:.2f}x a run alone")
+                                     iters_per_epoch=CALIBRATION_ITERS if not on_disk or gpus else 2,
+                                     num_workers=0 if on_disk else config.num_workers)
+                model.worker_s, shared = _workers(cal, sizes[t], options.cpus_per_run, 1.0 if gpus else 0.0, slots, alone)
+                model.shared = shared or 1.0
+                log(f"calibration: {slots} new Ray worker(s) ready in {model.worker_s:.1f} s; " + (
+                    f"{slots} runs at once take {model.shared:.2f}x a run alone" if shared else
+                    f"runs at once not timed (a run alone took {alone:.0f} s): taken not to slow each other"))
+                if shared is None and slots > 1:
+                    sources[f"models.{config.backbone}.shared"] = (f"not measured (a calibration run alone took {alone:.0f} s): "
+                                                                   "1, runs at once taken not to slow each other")
             screens[dataset], sources[f"screens.{dataset}"] = _screen_rates(options, config, sizes[t], cpus, log)
         t = options.tasks[0]
         search_s, experiment = _search_seconds(options, image_config(options, t), sizes[t], screens[sizes[t].dataset], folder)

@@ -35,6 +35,7 @@ often it stays the best when the seeds are resampled.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ from tune import racing
 from tune.export import read_candidates
 from tune.outputs import trial_config
 
-__all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "run_path",
+__all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "on_images", "run_path",
            "run_value", "confirm_candidates", "race_outcome", "confirmation_table", "to_markdown", "output_paths",
            "write_confirmation"]
 
@@ -108,6 +109,19 @@ def top_candidates(experiment: Experiment | str | Path, top: int) -> list[Candid
                       trial_id=str(row["trial_id"]), params={p: row[p] for p in experiment.params},
                       search_value=float(row[name]), config=trial_config(row, meta))
             for i, (_, row) in enumerate(ranked.iterrows())]
+
+
+def on_images(candidates: Sequence[Candidate], base: SSOTConfig) -> list[Candidate]:
+    """The candidates of a screen (a search on a feature cache) as runs on images: each one's
+    searched values (its ``params``) and seed on ``base``, the config of the task's runs on images
+    (its backbone, schedule, pretraining). Confirmation then fine-tunes what the screen ranked on
+    frozen features; its table and ``<task>.json`` hold the image configs."""
+    out = []
+    for c in candidates:
+        if c.task != base.task:
+            raise ResultsError(f"A candidate of task {c.task!r} cannot run on the images of task {base.task!r}.")
+        out.append(dataclasses.replace(c, config=base.replace(**{k: getattr(c.config, k) for k in c.params}, seed=c.config.seed)))
+    return out
 
 
 def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], None]) -> list[Candidate]:

@@ -123,6 +123,7 @@ class Plan:
     steps: list[StepCost]
     gave_up: list[str] = field(default_factory=list)
     fits: bool | None = None  # with a budget: whether the plan fits it
+    gpus_per_run: float | None = None  # the GPUs of a run the plan counts with (packing), kept for --resume
 
     @property
     def total_s(self) -> float:
@@ -143,7 +144,7 @@ class Plan:
 
     def to_record(self) -> dict[str, Any]:
         """The plan as the study's record keeps it (:class:`ssot.results.study.StudyRecord`'s ``plan``)."""
-        return {"machine": self.machine, "rates": self.rates, "gave_up": list(self.gave_up),
+        return {"machine": self.machine, "rates": self.rates, "gave_up": list(self.gave_up), "gpus_per_run": self.gpus_per_run,
                 "steps": [{"task": s.task, "step": s.step, "seconds": round(s.seconds, 3), "work": s.work} for s in self.steps]}
 
     def lines(self, unit: str = "h") -> list[str]:
@@ -170,7 +171,8 @@ class Plan:
                 out.append(f"  {d}: " + ", ".join(f"{s} {fmt.format(v / scale)}" for s, v in zip(STAGES[:-1], values[:-1]))
                            + f"; total {fmt.format(values[-1] / scale)}")
         report = self.by_stage()["report"]
-        out.append(f"  report (table, {len(tasks)} dashboard(s), atlas, index): {fmt.format(report / scale)}")
+        atlas = ", atlas" if len(tasks) >= 2 else ""
+        out.append(f"  report (table, {len(tasks)} dashboard(s){atlas}, index): {fmt.format(report / scale)}")
         stage, share = self.dominant()
         out.append(f"  in all: {self.total_s / 3600:.2f} h ({self.total_s / 60:.1f} min); {stage} dominates ({100 * share:.0f} %)")
         for line in self.gave_up:
@@ -291,7 +293,7 @@ def plan_study(options: StudyOptions, rates: Rates, sizes: Mapping[str, TaskSize
     steps[0].seconds += rates.ray_start_s  # Ray starts once, before the first stage
     order = {key: i for i, key in enumerate(steps_of(options.tasks))}
     steps.sort(key=lambda s: order.get((s.task, s.step), len(order)))
-    return Plan(machine=rates.machine, rates=rates.measured, steps=steps)
+    return Plan(machine=rates.machine, rates=rates.measured, steps=steps, gpus_per_run=options.gpus_per_run)
 
 
 # ------------------------------------------------------------------------------------ the budget

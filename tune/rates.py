@@ -34,6 +34,7 @@ from typing import Any
 
 from ssot.errors import ConfigError, ResultsError
 from ssot.results import storage
+from ssot.results.outputs import check_output
 
 __all__ = ["FORMAT", "SHIPPED", "ModelRates", "ScreenRates", "ReportRates", "Rates", "read_rates", "write_rates", "rates_path"]
 
@@ -196,6 +197,6 @@ def read_rates(name: str) -> Rates:
 def write_rates(rates: Rates, path: str | Path) -> Path:
     """Write ``rates`` to a new file ``path`` (never overwritten; written whole)."""
     path = Path(path)
-    storage.check_output(path, "--save-rates", folder=False)
+    check_output(path, "--save-rates", folder=False)
     storage.write_text(str(path), json.dumps(rates.to_dict(), indent=2) + "\n")
     return path

@@ -11,10 +11,10 @@ searched, confirmed or trained a second way):
     (``python tune/search.py --features CACHE --population P``), experiment ``screen/<task>``;
 ``confirm``
     the screen's ``top`` configs on images over ``seeds``: :func:`tune.confirmation.top_candidates`,
-    :func:`tune.confirmation.confirm_candidates` and :func:`tune.confirmation.write_confirmation`
-    (``python tune/confirm.py``), runs trained by :func:`tune.final.train_on_ray`, into ``confirm/<task>/``;
+    :func:`tune.confirmation.on_images`, :func:`tune.confirmation.confirm_candidates` and :func:`tune.confirmation.write_confirmation`
+    (``python tune/confirm.py``), runs trained by :func:`tune.runner.train_on_ray`, into ``confirm/<task>/``;
 ``final``
-    the confirmed config over ``final_seeds``, on images: :func:`tune.final.train_on_ray`
+    the confirmed config over ``final_seeds``, on images: :func:`tune.runner.train_on_ray`
     (``python tune/final.py``), run records in ``final/runs/``.
 
 Then the report, once: the table beside the paper (:mod:`ssot.results.final_table`, ``final/results.md``),
@@ -31,7 +31,6 @@ confirmation had begun to write are its own derived outputs, made again from wha
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import subprocess
@@ -48,8 +47,9 @@ from ssot.config import SSOTConfig
 from ssot.errors import ConfigError, ResultsError, SSOTError, one_line
 from ssot.results import study as records
 from ssot.results.final_table import result_paths, results_table, write_results
-from ssot.results.lock import ExperimentLock, LockedError
+from ssot.results.lock import LOCK_FILE, ExperimentLock, LockedError
 from ssot.results.metrics import SEARCH_METRICS
+from ssot.results.outputs import check_output
 from ssot.results.record import RunRecord, read_record
 from ssot.results.record import run_path as final_run_path
 from ssot.results.study import StudyPaths, StudyRecord, read_study, step_key, write_study
@@ -206,7 +206,7 @@ def check_study(options: StudyOptions) -> None:
             raise ResultsError(f"--resume: no study in {root} ({records.STUDY_FILE} is missing). Drop --resume to start it.")
     elif root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ResultsError(f"The study folder {root} already exists; pass --resume to continue it, or choose another --out.")
-    cli.check_output(root, "--out", folder=True, exists_ok=True)
+    check_output(root, "--out", folder=True, exists_ok=True)
     for task in options.tasks:
         check_task(image_config(options, task))
 
@@ -263,7 +263,7 @@ def run_study(options: StudyOptions, plan: Mapping[str, Any] | None = None, mach
             return _run(options, paths, plan, machine, log)
     except LockedError:
         raise ResultsError(f"The study {paths.root} is in use by another tune/study.py (its lock "
-                           f"{paths.root / '.ssot-search.lock'}). Wait for it to end; if it no longer runs, delete the lock "
+                           f"{paths.root / LOCK_FILE}). Wait for it to end; if it no longer runs, delete the lock "
                            "and rerun.") from None
 
 
@@ -308,6 +308,7 @@ def _run(options: StudyOptions, paths: StudyPaths, plan: Mapping[str, Any] | Non
         record.finish(task, step, time.monotonic() - start, **details)
         write_study(paths.root, record)
         log(progress.line(task, step, record.steps[step_key(task, step)]["seconds"]))
+    _remove(paths.partial)  # the report's scratch folder, empty once every step moved its output into place
     record.status = records.FINISHED
     write_study(paths.root, record)
     if record.done(records.ALL_TASKS, "index"):
@@ -368,14 +369,13 @@ def confirm_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord,
     raced with ``race_budget``); run records reused on resume, the confirmed config in
     ``confirm/<task>/<task>.json``."""
     from tune import confirmation, racing
-    from tune.final import train_on_ray
+    from tune.runner import train_on_ray
 
     out = paths.confirm(task)
     base = image_config(options, task)
     if options.confirm_epochs is not None:
         base = base.replace(epochs=min(options.confirm_epochs, base.epochs))
-    candidates = [dataclasses.replace(c, config=base.replace(**{k: getattr(c.config, k) for k in c.params}, seed=c.config.seed))
-                  for c in confirmation.top_candidates(paths.screen(task), options.top)]
+    candidates = confirmation.on_images(confirmation.top_candidates(paths.screen(task), options.top), base)
     if len(candidates) < options.top:
         log(f"{task}: only {len(candidates)} config(s) of the screen reached its last epoch; confirming those")
 
@@ -404,7 +404,7 @@ def confirm_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord,
 def final_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord, task: str, log: Log) -> StageResult:
     """The confirmed config of ``task`` over ``final_seeds`` on images (``python tune/final.py``),
     with all its epochs; run records reused on resume."""
-    from tune.final import train_on_ray
+    from tune.runner import train_on_ray
 
     confirmed = SSOTConfig.from_json(paths.confirm(task) / f"{task}.json")
     config = confirmed.replace(epochs=image_config(options, task).epochs)

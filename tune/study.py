@@ -21,7 +21,6 @@ plan fits, and says what it gave up. Exit statuses: :mod:`ssot.cli` (2: bad inpu
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +29,8 @@ from ssot import cli
 from ssot.data.registry import BENCHMARKS, DATASETS, search_tasks, tasks_of
 from ssot.errors import ConfigError
 from ssot.results.metrics import SEARCH_METRICS
+from ssot.results.outputs import check_output
+from tune import flags
 from tune.stages import DEFAULT_CONFIRM_SEEDS, DEFAULT_FINAL_SEEDS, DEFAULT_POPULATION, StudyOptions
 
 #: The config fields with a flag of their own here (the others: ``--set``).
@@ -79,23 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: theirs)")
     r.add_argument("--no-images", action="store_true", help="HTML pages only: no static figures (PDF/PNG)")
     g = p.add_argument_group("resources")
-    cli.add_trial_resources(g, "run of confirmation and final runs")
-    cli.add_ray_flags(g)
+    flags.add_trial_resources(g, "run of confirmation and final runs")
+    flags.add_ray_flags(g)
     cli.add_quiet(g, verbose="every run's line and the search's progress")
     return p
-
-
-def _parse_set(items: list[str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set expects FIELD=VALUE. Got {item!r} instead.")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
 
 
 def _label(args: argparse.Namespace) -> str:
@@ -120,12 +108,14 @@ def options_from(args: argparse.Namespace) -> StudyOptions:
     if out is None:
         out = Path("studies") / _label(args)
     given: dict = {}
+    planned: dict = {}
     if args.resume:
         from ssot.results.study import read_study
 
-        given = read_study(out).settings
+        recorded = read_study(out)
+        given, planned = recorded.settings, recorded.plan
     base = dict(given.get("base", {}))
-    base.update(_parse_set(args.set))
+    base.update(cli.parse_set(args.set))
     for field in CONFIG_FLAGS:
         if getattr(args, field) is not None:
             base[field] = getattr(args, field)
@@ -142,7 +132,8 @@ def options_from(args: argparse.Namespace) -> StudyOptions:
         search=pick(args.search, "search", "tpe"), metric=pick(args.metric, "metric", "target_acc"),
         early_stop=not args.no_early_stop if (args.no_early_stop or not given) else bool(given.get("early_stop", True)),
         base=base, race_budget=given.get("race_budget"), confirm_epochs=given.get("confirm_epochs"),
-        gpus_per_run=args.gpus_per_trial, cpus_per_run=args.cpus_per_trial or 1.0,
+        gpus_per_run=args.gpus_per_trial if args.gpus_per_trial is not None else planned.get("gpus_per_run"),
+        cpus_per_run=args.cpus_per_trial or 1.0,
         bootstrap=pick(args.bootstrap, "bootstrap", None), images=not args.no_images if (args.no_images or not given) else bool(given.get("images", True)),
         resume=args.resume, num_cpus=args.num_cpus, address=args.address, verbose=0 if args.quiet else 2 if args.verbose else 1)
 
@@ -154,7 +145,7 @@ def study(args: argparse.Namespace) -> int:
     from tune.rates import read_rates, write_rates
     from tune.stages import check_study, run_study
 
-    cli.check_resources_args(args)
+    flags.check_resources_args(args)
     typed = [f for f in CONFIG_FLAGS if getattr(args, f) is not None]
     with cli.flag_errors(typed):
         options = options_from(args)
@@ -167,7 +158,7 @@ def study(args: argparse.Namespace) -> int:
     if args.budget is not None and not args.budget > 0:
         raise ConfigError(f"The '--budget' argument must be a number of hours > 0. Got {args.budget:g} instead.")
     if args.save_rates is not None:
-        cli.check_output(args.save_rates, "--save-rates", folder=False)
+        check_output(args.save_rates, "--save-rates", folder=False)
     if args.resume:
         from ssot.results.study import read_study
 
