@@ -20,7 +20,7 @@ rates file recorded earlier (:func:`read_rates`): one JSON object,
 ``sources``: a field's dotted name -> where its number comes from
     (``"models.resnet50.ssot_iter_s": "docs/gpu.md: SSOT step 2,154 images/s ..."``).
 
-The project ships :data:`SHIPPED` files (``tune/rates/<name>.json``; ``--rates nvidia-h200``).
+The project ships :data:`SHIPPED` files (``tune/shipped_rates/<name>.json``; ``--rates nvidia-h200``).
 Files are written once (never overwritten) and atomically.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ __all__ = ["FORMAT", "SHIPPED", "ModelRates", "ScreenRates", "ReportRates", "Rat
 
 FORMAT = 1
 #: The rates files shipped with the project, by name (``--rates NAME``).
-SHIPPED: dict[str, Path] = {path.stem: path for path in sorted((Path(__file__).parent / "rates").glob("*.json"))}
+SHIPPED: dict[str, Path] = {path.stem: path for path in sorted((Path(__file__).parent / "shipped_rates").glob("*.json"))}
 
 
 @dataclass

@@ -465,8 +465,16 @@ def atlas_step(options: StudyOptions, paths: StudyPaths, record: StudyRecord, ta
 
 def index_step(options: StudyOptions, paths: StudyPaths, record: StudyRecord, task: str, log: Log) -> dict[str, Any]:
     """``python -m analysis.study STUDY``: the index page and the screen's agreement with confirmation."""
+    others = [(t, s) for t, s in steps_of(options.tasks) if s != "index"]
+    if all(record.done(t, s) for t, s in others):
+        record.status = records.FINISHED  # the page is the study's last step: it shows the study finished
     write_study(paths.root, record)  # what the page reads: every step so far
-    run_command("analysis.study", [str(paths.root), "--overwrite"], log)
+    try:
+        run_command("analysis.study", [str(paths.root), "--overwrite"], log)
+    except BaseException:
+        record.status = records.RUNNING
+        write_study(paths.root, record)
+        raise
     return {}
 
 
