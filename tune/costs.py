@@ -264,7 +264,6 @@ def plan_study(options: StudyOptions, rates: Rates, sizes: Mapping[str, TaskSize
     ``rates`` (module docstring); ``sizes`` by task (:func:`task_size`)."""
     machine = _Machine(options.num_cpus or rates.cpus, rates.gpus, rates.device)
     steps: list[StepCost] = []
-    confirmations = options.race_budget if options.race_budget is not None else options.top * len(options.seeds)
     for t in options.tasks:
         size, config = sizes[t], image_config(options, t)
         m = rates.model(config.backbone)
@@ -275,9 +274,10 @@ def plan_study(options: StudyOptions, rates: Rates, sizes: Mapping[str, TaskSize
         steps.append(StepCost(t, "features", features, f"{config.pretrain_epochs * i_s} pretraining iterations, {encoded} images encoded"))
         seconds, work = _screen_seconds(options, size, config, rates, machine)
         steps.append(StepCost(t, "screen", seconds, work))
-        confirm_config = config.replace(epochs=min(options.confirm_epochs, config.epochs)) if options.confirm_epochs else config
-        steps.append(StepCost(t, "confirm", _runs_seconds(confirmations, confirm_config, size, rates, options, machine, cold=True),
-                              f"{confirmations} runs of {confirm_config.epochs} epochs"))
+        confirming = options.confirmation(t)
+        confirm_config = config.replace(epochs=min(confirming.epochs, config.epochs)) if confirming.epochs else config
+        steps.append(StepCost(t, "confirm", _runs_seconds(confirming.runs, confirm_config, size, rates, options, machine, cold=True),
+                              f"{confirming.runs} runs of {confirm_config.epochs} epochs"))
         steps.append(StepCost(t, "final", _runs_seconds(len(options.final_seeds), config, size, rates, options, machine, cold=False),
                               f"{len(options.final_seeds)} runs of {config.epochs} epochs"))
     r = rates.report
@@ -300,63 +300,39 @@ def plan_study(options: StudyOptions, rates: Rates, sizes: Mapping[str, TaskSize
 def fit_budget(options: StudyOptions, rates: Rates, sizes: Mapping[str, TaskSize], hours: float) -> tuple[StudyOptions, Plan]:
     """The study of ``options`` shrunk until its plan fits ``hours`` (or as far as it goes), and its plan.
 
-    The levers, in order, each only as far as needed: (1) pack 4 runs per GPU under MPS where the
-    rates measured it (gives up nothing in the results); (2) race the candidates of confirmation
-    (:mod:`tune.racing`: a candidate beaten after 2 seeds stops), with fewer runs per task, or when
-    even the smallest race is too much, 2 seeds per candidate; (3) stop confirmation runs early,
-    at fewer epochs (down to half; the final runs keep all); (4) confirm fewer configs, down to 2. The plan's ``gave_up`` says what each lever
-    gave up; ``fits`` whether the result fits.
+    First (1) pack 4 runs per GPU under MPS where the rates measured it (nothing given up in the
+    results). Then the confirmation of one dataset at a time, the one whose confirmation costs most
+    first, lever by lever, each only as far as needed: (2) race its candidates (:mod:`tune.racing`:
+    one beaten after 2 seeds stops) with fewer runs per task, or when even the smallest race is too
+    much, 2 seeds per candidate; (3) stop its confirmation runs early, down to half their epochs (the
+    final runs keep all); (4) confirm fewer configs, down to 2. So the datasets that cost little keep
+    their whole confirmation. The plan's ``gave_up`` says what each lever gave up, and where;
+    ``fits`` whether the result fits.
     """
     if not hours > 0:
         raise ConfigError(f"The '--budget' argument must be a number of hours > 0. Got {hours!r} instead.")
     budget = hours * 3600.0
     current = options
-    plan = plan_study(current, rates, sizes)
     gave_up: list[str] = []
 
-    def fits(o: StudyOptions) -> bool:
-        return plan_study(o, rates, sizes).total_s <= budget
+    def total(o: StudyOptions) -> float:
+        return plan_study(o, rates, sizes).total_s
 
-    if plan.total_s > budget and rates.device == "cuda" and rates.packing and current.gpus_per_run is None:
+    if total(current) > budget and rates.device == "cuda" and rates.packing and current.gpus_per_run is None:
         per_gpu = int(rates.packing.get("runs_per_gpu", 4))
         current = dataclasses.replace(current, gpus_per_run=1.0 / per_gpu)
         gave_up.append(f"confirmation and final runs packed {per_gpu} per GPU under MPS ({rates.packing['speedup']:g}x one run's "
                        "throughput, measured): nothing given up in the results; needs the GPU memory of 4 runs")
-    full = current.top * len(current.seeds)
-    if not fits(current) and len(current.seeds) >= 3 and current.top >= 2:
-        for runs in range(full - 1, 2 * current.top, -1):
-            trial = dataclasses.replace(current, race_budget=runs)
-            if fits(trial):
-                current = trial
-                break
-        else:
-            current = dataclasses.replace(current, seeds=tuple(current.seeds[:2]))
-        if current.race_budget is not None:
-            gave_up.append(f"confirmation races its {current.top} candidates (one beaten after 2 seeds at 95 % confidence "
-                           f"stops): at most {current.race_budget} runs per task instead of {full}; the pick's mean may rest on "
-                           "fewer seeds")
-        else:
-            gave_up.append(f"confirmation runs each candidate on 2 seeds ({' '.join(map(str, current.seeds))}) instead of "
-                           f"{len(options.seeds)}: the pick's mean rests on 2 seeds")
-    epochs = {t: image_config(current, t).epochs for t in current.tasks}
-    if not fits(current):
-        longest = max(epochs.values())
-        for e in range(longest - 1, max(1, math.ceil(longest / 2)) - 1, -1):
-            trial = dataclasses.replace(current, confirm_epochs=e)
-            if fits(trial) or e == max(1, math.ceil(longest / 2)):
-                current = trial
-                break
-        gave_up.append(f"confirmation runs stop at epoch {current.confirm_epochs} of {longest}: candidates are compared "
-                       "before the end of training (the final runs keep every epoch)")
-    if not fits(current) and current.top > 2:
-        for k in range(current.top - 1, 1, -1):
-            trial = dataclasses.replace(current, top=k, race_budget=None if current.race_budget is None else
-                                        max(2 * k + 1, math.ceil(current.race_budget * k / current.top)))
-            if fits(trial) or k == 2:
-                current = trial
-                break
-        gave_up.append(f"confirms the screen's top {current.top} instead of {options.top}: a config the screen ranked lower "
-                       "is never tried on images")
+
+    def confirm_cost(o: StudyOptions, dataset: str) -> float:
+        return sum(s.seconds for s in plan_study(o, rates, sizes).steps if s.step == "confirm" and dataset_of(s.task) == dataset)
+
+    datasets = sorted(dict.fromkeys(dataset_of(t) for t in current.tasks), key=lambda d: -confirm_cost(current, d))
+    for dataset in datasets:
+        if total(current) <= budget:
+            break
+        current, lines = _shrink(current, dataset, rates, sizes, budget)
+        gave_up += [f"{dataset}: {line}" for line in lines]
     plan = plan_study(current, rates, sizes)
     plan.fits = plan.total_s <= budget
     plan.gave_up = gave_up
@@ -365,6 +341,53 @@ def fit_budget(options: StudyOptions, rates: Rates, sizes: Mapping[str, TaskSize
         plan.gave_up.append(f"does not fit {hours:g} h: {plan.total_s / 3600:.2f} h remain, {stage} dominates "
                             f"({100 * share:.0f} %); no lever shrinks it further")
     return current, plan
+
+
+def _shrink(options: StudyOptions, dataset: str, rates: Rates, sizes: Mapping[str, TaskSize],
+            budget: float) -> tuple[StudyOptions, list[str]]:
+    """:func:`fit_budget`'s levers (2) to (4) on one dataset's confirmation; the options and what they gave up."""
+    tasks = [t for t in options.tasks if dataset_of(t) == dataset]
+    first = options.confirmation(tasks[0])
+    longest = max(image_config(options, t).epochs for t in tasks)
+    changes: dict[str, Any] = dict(options.shrunk.get(dataset, {}))
+
+    def with_(**more: Any) -> StudyOptions:
+        return dataclasses.replace(options, shrunk={**options.shrunk, dataset: {**changes, **more}})
+
+    def fits(**more: Any) -> bool:
+        return plan_study(with_(**more), rates, sizes).total_s <= budget
+
+    full = first.top * len(first.seeds)
+    if len(first.seeds) >= 3 and first.top >= 2:
+        raced = next((runs for runs in range(full - 1, 2 * first.top, -1) if fits(race_budget=runs)), None)
+        changes.update({"race_budget": raced} if raced is not None else {"seeds": list(first.seeds[:2])})
+    low = max(1, math.ceil(longest / 2))
+    if not fits():
+        changes["epochs"] = next((e for e in range(longest - 1, low, -1) if fits(epochs=e)), low)
+    if not fits() and first.top > 2:
+        def top(k: int) -> dict[str, Any]:
+            return {"top": k, **({"race_budget": max(2 * k + 1, math.ceil(changes["race_budget"] * k / first.top))}
+                                 if "race_budget" in changes else {})}
+
+        changes.update(top(next((k for k in range(first.top - 1, 2, -1) if fits(**top(k))), 2)))
+        if "epochs" in changes:  # with fewer configs, the runs may keep more of their epochs
+            changes["epochs"] = next((e for e in range(longest, changes["epochs"], -1) if fits(epochs=e)), changes["epochs"])
+            if changes["epochs"] == longest:
+                del changes["epochs"]
+    lines = []
+    if "race_budget" in changes:
+        lines.append(f"confirmation races its candidates (one beaten after 2 seeds at 95 % confidence stops): at most "
+                     f"{changes['race_budget']} runs per task instead of {full}; the pick's mean may rest on fewer seeds")
+    if "seeds" in changes:
+        lines.append(f"confirmation runs each candidate on 2 seeds ({' '.join(map(str, changes['seeds']))}) instead of "
+                     f"{len(first.seeds)}: the pick's mean rests on 2 seeds")
+    if "epochs" in changes:
+        lines.append(f"confirmation runs stop at epoch {changes['epochs']} of {longest}: candidates are compared before the end "
+                     "of training (the final runs keep every epoch)")
+    if "top" in changes:
+        lines.append(f"confirms the screen's top {changes['top']} instead of {first.top}: a config the screen ranked lower is "
+                     "never tried on images")
+    return with_(), lines
 
 
 # ------------------------------------------------------------------------------------ predicted vs measured

@@ -31,6 +31,7 @@ confirmation had begun to write are its own derived outputs, made again from wha
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -44,6 +45,7 @@ from typing import Any
 
 from ssot import cli
 from ssot.config import SSOTConfig
+from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, ResultsError, SSOTError, one_line
 from ssot.results import study as records
 from ssot.results.final_table import result_paths, results_table, write_results
@@ -55,7 +57,7 @@ from ssot.results.record import run_path as final_run_path
 from ssot.results.study import StudyPaths, StudyRecord, read_study, step_key, write_study
 from tune.options import SEARCHES
 
-__all__ = ["StudyOptions", "StudyOutcome", "run_study", "check_study", "image_config", "screen_options", "steps_of",
+__all__ = ["Confirmation", "SHRINKABLE", "StudyOptions", "StudyOutcome", "run_study", "check_study", "image_config", "screen_options", "steps_of",
            "DEFAULT_CONFIRM_SEEDS", "DEFAULT_FINAL_SEEDS", "DEFAULT_POPULATION"]
 
 Log = Callable[[str], None]
@@ -68,15 +70,45 @@ DEFAULT_CONFIRM_SEEDS, DEFAULT_FINAL_SEEDS = (3, 4, 5), (0, 1, 2)
 DEFAULT_POPULATION = 16
 
 
+@dataclass(frozen=True)
+class Confirmation:
+    """How a task's confirmation runs: its ``top`` configs over ``seeds``, raced within
+    ``race_budget`` runs (None: every config on every seed), each run stopped at ``epochs``
+    (None: the config's; the final runs keep all)."""
+
+    top: int
+    seeds: tuple[int, ...]
+    race_budget: int | None = None
+    epochs: int | None = None
+
+    @property
+    def runs(self) -> int:
+        """Runs at most."""
+        return self.race_budget if self.race_budget is not None else self.top * len(self.seeds)
+
+    def check(self, where: str) -> None:
+        if self.race_budget is not None and (self.race_budget < 2 * self.top or len(self.seeds) < 2):
+            raise ConfigError(f"{where}: a race of {self.top} configs needs 2 seeds or more and at least {2 * self.top} runs. "
+                              f"Got {len(self.seeds)} seeds and {self.race_budget} runs.")
+        if self.epochs is not None and self.epochs < 1:
+            raise ConfigError(f"{where}: confirmation epochs must be an int >= 1. Got {self.epochs!r} instead.")
+        if self.top < 1 or not self.seeds:
+            raise ConfigError(f"{where}: confirmation needs a config and a seed. Got top {self.top}, seeds {list(self.seeds)}.")
+
+
+#: What ``--budget`` may change in a dataset's confirmation (:class:`Confirmation`'s fields).
+SHRINKABLE = ("top", "seeds", "race_budget", "epochs")
+
+
 @dataclass
 class StudyOptions:
     """Everything a study needs (``tune/study.py`` fills it from the command line).
 
     ``base`` overrides every stage's config (``{"epochs": 5, "data_root": ...}``); the screen
     trains the task's config on its feature cache, confirmation and final runs the same config on
-    images. The budget's levers (``tune/costs.py``) are ``race_budget`` (confirmation races its
-    candidates, at most that many runs per task), ``confirm_epochs`` (confirmation runs stop at
-    that epoch; the final runs keep all) and ``gpus_per_run`` (packing: runs per GPU).
+    images. The budget's levers (``tune/costs.py``) are ``shrunk`` (per dataset, what its
+    confirmation gives up: :data:`SHRINKABLE` fields of :class:`Confirmation`) and ``gpus_per_run``
+    (packing: runs per GPU).
     """
 
     tasks: list[str]
@@ -90,8 +122,7 @@ class StudyOptions:
     metric: str = "target_acc"
     early_stop: bool = True
     base: dict[str, Any] = field(default_factory=dict)
-    race_budget: int | None = None
-    confirm_epochs: int | None = None
+    shrunk: dict[str, dict[str, Any]] = field(default_factory=dict)
     gpus_per_run: float | None = None
     cpus_per_run: float = 1.0
     bootstrap: int | None = None  # the dashboards' and the atlas's bootstrap resamples (None: theirs)
@@ -106,12 +137,19 @@ class StudyOptions:
         """Configs per population: ``population``, at most ``num_samples``."""
         return max(1, min(self.population, self.num_samples))
 
+    def confirmation(self, task: str) -> Confirmation:
+        """How ``task``'s confirmation runs: ``top`` and ``seeds``, with what the budget shrank for its dataset."""
+        changes = dict(self.shrunk.get(dataset_of(task), {}))
+        if "seeds" in changes:
+            changes["seeds"] = tuple(changes["seeds"])
+        return dataclasses.replace(Confirmation(top=self.top, seeds=tuple(self.seeds)), **changes)
+
     def settings(self) -> dict[str, Any]:
         """What defines the study's results (recorded; ``--resume`` refuses others)."""
         return {"tasks": list(self.tasks), "num_samples": self.num_samples, "population": self.members, "top": self.top,
                 "seeds": list(self.seeds), "final_seeds": list(self.final_seeds), "search": self.search,
                 "metric": self.metric, "early_stop": self.early_stop, "base": dict(self.base),
-                "race_budget": self.race_budget, "confirm_epochs": self.confirm_epochs,
+                "shrunk": {k: dict(v) for k, v in self.shrunk.items()},
                 "bootstrap": self.bootstrap, "images": self.images}
 
     def validate(self) -> None:
@@ -136,12 +174,12 @@ class StudyOptions:
             raise ConfigError(f"--search must be tpe or random (a screen samples configs). Got {self.search!r} instead.")
         if self.metric not in SEARCH_METRICS:
             raise ConfigError(f"--metric must be one of {', '.join(SEARCH_METRICS)}. Got {self.metric!r} instead.")
-        if self.race_budget is not None and self.race_budget < 2 * self.top:
-            raise ConfigError(f"A race of {self.top} configs needs at least {2 * self.top} runs (2 seeds each). Got {self.race_budget}.")
-        if self.race_budget is not None and len(self.seeds) < 2:
-            raise ConfigError("A race needs at least 2 confirmation --seeds.")
-        if self.confirm_epochs is not None and self.confirm_epochs < 1:
-            raise ConfigError(f"Confirmation epochs must be an int >= 1. Got {self.confirm_epochs!r} instead.")
+        for dataset, changes in self.shrunk.items():
+            unknown = sorted(set(changes) - set(SHRINKABLE))
+            if unknown:
+                raise ConfigError(f"The budget of {dataset} changes {', '.join(unknown)}; it may change {', '.join(SHRINKABLE)}.")
+        for task in self.tasks:
+            self.confirmation(task).check(f"The confirmation of {task}")
         if self.bootstrap is not None and self.bootstrap < 0:
             raise ConfigError(f"The '--bootstrap' argument must be an int in [0, inf). Got {self.bootstrap} instead.")
         if self.cpus_per_run <= 0:
@@ -365,18 +403,19 @@ def screen_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord, 
 
 
 def confirm_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord, task: str, log: Log) -> StageResult:
-    """The screen's ``top`` configs of ``task`` on images over ``seeds`` (``python tune/confirm.py``,
-    raced with ``race_budget``); run records reused on resume, the confirmed config in
+    """The screen's top configs of ``task`` on images over seeds (``python tune/confirm.py``), as
+    :meth:`StudyOptions.confirmation` says (raced, or stopped early, where the budget shrank it); run records reused on resume, the confirmed config in
     ``confirm/<task>/<task>.json``."""
     from tune import confirmation, racing
     from tune.runner import train_on_ray
 
     out = paths.confirm(task)
+    plan = options.confirmation(task)
     base = image_config(options, task)
-    if options.confirm_epochs is not None:
-        base = base.replace(epochs=min(options.confirm_epochs, base.epochs))
-    candidates = confirmation.on_images(confirmation.top_candidates(paths.screen(task), options.top), base)
-    if len(candidates) < options.top:
+    if plan.epochs is not None:
+        base = base.replace(epochs=min(plan.epochs, base.epochs))
+    candidates = confirmation.on_images(confirmation.top_candidates(paths.screen(task), plan.top), base)
+    if len(candidates) < plan.top:
         log(f"{task}: only {len(candidates)} config(s) of the screen reached its last epoch; confirming those")
 
     def runs(pairs: Sequence[tuple[confirmation.Candidate, int]]) -> dict:
@@ -385,10 +424,10 @@ def confirm_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord,
                             gpus_per_run=options.gpus_per_run, log=log if options.verbose >= 1 else _quiet)
 
     rule = None
-    if options.race_budget is not None and len(candidates) > 1:
-        rule = racing.RaceRule(budget=max(options.race_budget, 2 * len(candidates)))
-    found, races = confirmation.confirm_candidates(candidates, options.seeds, runs, rule, log=log)
-    table = confirmation.confirmation_table(candidates, found, options.seeds, races)
+    if plan.race_budget is not None and len(candidates) > 1:
+        rule = racing.RaceRule(budget=max(plan.race_budget, 2 * len(candidates)))
+    found, races = confirmation.confirm_candidates(candidates, plan.seeds, runs, rule, log=log)
+    table = confirmation.confirmation_table(candidates, found, plan.seeds, races)
     _clear(confirmation.output_paths(out, [task]))  # this step's own tables, begun before a kill: made again
     confirmation.write_confirmation(table, candidates, out)
     record.confirmations[task] = [

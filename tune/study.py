@@ -131,7 +131,7 @@ def options_from(args: argparse.Namespace) -> StudyOptions:
         final_seeds=tuple(pick(args.final_seeds, "final_seeds", DEFAULT_FINAL_SEEDS)),
         search=pick(args.search, "search", "tpe"), metric=pick(args.metric, "metric", "target_acc"),
         early_stop=not args.no_early_stop if (args.no_early_stop or not given) else bool(given.get("early_stop", True)),
-        base=base, race_budget=given.get("race_budget"), confirm_epochs=given.get("confirm_epochs"),
+        base=base, shrunk=dict(given.get("shrunk") or {}),
         gpus_per_run=args.gpus_per_trial if args.gpus_per_trial is not None else planned.get("gpus_per_run"),
         cpus_per_run=args.cpus_per_trial or 1.0,
         bootstrap=pick(args.bootstrap, "bootstrap", None), images=not args.no_images if (args.no_images or not given) else bool(given.get("images", True)),

@@ -1,6 +1,7 @@
 """`tune/costs.py` and `tune/rates.py`: a study's predicted cost from a machine's rates, and the budget."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -15,7 +16,7 @@ from ssot.errors import ConfigError, ResultsError
 from tests.fixtures import REPO
 from tune.costs import TaskSize, alive_per_epoch, fit_budget, plan_study, task_size, trial_epochs
 from tune.rates import SHIPPED, ModelRates, Rates, ReportRates, ScreenRates, read_rates, write_rates
-from tune.stages import StudyOptions, image_config
+from tune.stages import Confirmation, StudyOptions, image_config
 
 
 def _rates(device: str = "cpu", gpus: int = 0, packing: dict | None = None) -> Rates:
@@ -67,8 +68,8 @@ def test_each_step_counts_its_work_with_the_rates():
 def test_the_levers_change_what_they_should():
     rates, sizes = _rates(), {"P2H": SIZE}
     base = plan_study(_options(), rates, sizes)
-    raced = plan_study(_options(race_budget=4), rates, sizes)  # 4 runs instead of 6: 2 waves instead of 3
-    short = plan_study(_options(confirm_epochs=2), rates, sizes)
+    raced = plan_study(_options(shrunk={"embedded": {"race_budget": 4}}), rates, sizes)  # 4 runs instead of 6: 2 waves instead of 3
+    short = plan_study(_options(shrunk={"embedded": {"epochs": 2}}), rates, sizes)
 
     def seconds(plan, step):
         return next(s.seconds for s in plan.steps if s.step == step)
@@ -89,11 +90,27 @@ def test_the_budget_shrinks_confirmation_lever_by_lever_and_says_what_it_gave_up
     shrunk, plan = fit_budget(options, rates, sizes, hours=0.75 * full / 3600)
     assert plan.fits and plan.total_s <= 0.75 * full and shrunk.gpus_per_run == 0.25 and "packed 4 per GPU" in plan.gave_up[0]
     tight, plan = fit_budget(options, rates, sizes, hours=10 / 3600)
-    assert not plan.fits and tight.top == 2 and tight.seeds == (3, 4) and tight.race_budget is None and tight.confirm_epochs == 3
-    assert "2 seeds" in plan.gave_up[1] and "epoch 3 of 5" in plan.gave_up[2] and "top 2 instead of 5" in plan.gave_up[3]
+    assert not plan.fits and tight.confirmation("P2H") == Confirmation(top=2, seeds=(3, 4), race_budget=None, epochs=3)
+    assert plan.gave_up[1:4] == [
+        "embedded: confirmation runs each candidate on 2 seeds (3 4) instead of 3: the pick's mean rests on 2 seeds",
+        "embedded: confirmation runs stop at epoch 3 of 5: candidates are compared before the end of training (the final runs keep "
+        "every epoch)",
+        "embedded: confirms the screen's top 2 instead of 5: a config the screen ranked lower is never tried on images"]
     assert "does not fit" in plan.gave_up[-1] and "dominates" in plan.gave_up[-1]
     with pytest.raises(ConfigError, match="--budget"):
         fit_budget(options, rates, sizes, hours=0)
+
+
+def test_the_budget_shrinks_the_dearest_datasets_confirmation_first_and_leaves_the_others_whole():
+    big = dataclasses.replace(SIZE, task="A2W", dataset="office31", n_source=30_000, n_target=5_000, n_source_eval=2000, classes=31)
+    rates, sizes = _rates(), {"P2H": SIZE, "A2W": big}
+    options = _options(tasks=["P2H", "A2W"], top=5, seeds=(3, 4, 5), base={"epochs": 5, "pretrain_epochs": 3, "backbone": "digits_cnn"})
+    full = plan_study(options, rates, sizes)
+    confirm = {s.task: s.seconds for s in full.steps if s.step == "confirm"}
+    assert confirm["A2W"] > 5 * confirm["P2H"]
+    shrunk, plan = fit_budget(options, rates, sizes, hours=(full.total_s - 0.2 * confirm["A2W"]) / 3600)
+    assert plan.fits and set(shrunk.shrunk) == {"office31"} and shrunk.confirmation("P2H") == options.confirmation("P2H")
+    assert "race_budget" in shrunk.shrunk["office31"] and all(line.startswith("office31: ") for line in plan.gave_up)
 
 
 def test_sizes_come_from_the_published_counts_or_the_embedded_task_itself():
