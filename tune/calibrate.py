@@ -41,7 +41,7 @@ from ssot.config import SSOTConfig
 from ssot.data.registry import DATASETS, task
 from tune.costs import TaskSize, trial_epochs
 from tune.rates import ModelRates, Rates, ReportRates, ScreenRates
-from tune.stages import StudyOptions, image_config
+from tune.stages import StudyOptions, image_config, say
 
 __all__ = ["calibrate", "CALIBRATION_ITERS", "machine_label"]
 
@@ -359,7 +359,7 @@ def _report_rates(options: StudyOptions, experiment: Path, folder: Path, epochs:
 
 
 # ------------------------------------------------------------------------------------ all of it
-def calibrate(options: StudyOptions, sizes: Mapping[str, TaskSize], *, log: Log = print) -> Rates:
+def calibrate(options: StudyOptions, sizes: Mapping[str, TaskSize], *, log: Log = say) -> Rates:
     """Measure the rates of this machine for the study of ``options`` (module docstring): the
     backbones and datasets of its tasks (``sizes``: :func:`tune.costs.sizes_for`)."""
     import ray

@@ -286,7 +286,7 @@ def _duration(seconds: float | None) -> str:
 
 
 def run_study(options: StudyOptions, plan: Mapping[str, Any] | None = None, machine: Mapping[str, Any] | None = None,
-              *, log: Log = print) -> StudyOutcome:
+              *, log: Log | None = None) -> StudyOutcome:
     """Run (or with ``options.resume`` continue) the study of ``options`` (module docstring).
 
     ``plan`` is the predicted cost (:meth:`tune.costs.Plan.to_record`), recorded with a new study
@@ -294,6 +294,7 @@ def run_study(options: StudyOptions, plan: Mapping[str, Any] | None = None, mach
     Everything is checked before any work (:func:`check_study`).
     """
     check_study(options)
+    log = log or say
     paths = StudyPaths(Path(options.out).resolve())
     paths.root.mkdir(parents=True, exist_ok=True)
     try:
@@ -558,3 +559,8 @@ def _fresh(folder: Path) -> Path:
 
 def _quiet(line: str) -> None:
     pass
+
+
+def say(line: str) -> None:
+    """Print a progress line at once (a study's output is often a file: ``... > study.log``)."""
+    print(line, flush=True)

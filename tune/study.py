@@ -163,8 +163,11 @@ def study(args: argparse.Namespace) -> int:
         from ssot.results.study import read_study
 
         recorded = read_study(options.out)
+        if args.plan:  # what was predicted, and what is measured so far
+            print("\n".join(costs.compare_lines(recorded)))
+            return cli.EXIT_OK
         print(f"resuming the study {options.out}: {len(recorded.steps)} step(s) done; its plan was made on "
-              f"{recorded.plan.get('machine', 'an unknown machine')}")
+              f"{recorded.plan.get('machine', 'an unknown machine')}", flush=True)
         outcome = run_study(options)
     else:
         with cli.flag_errors(typed):
@@ -180,9 +183,9 @@ def study(args: argparse.Namespace) -> int:
         plan = costs.plan_study(options, rates, sizes)
         if args.budget is not None:
             options, plan = costs.fit_budget(options, rates, sizes, args.budget)
-        print("\n".join(plan.lines("h" if plan.total_s > 3 * 3600 else "min")))
+        print("\n".join(plan.lines("h" if plan.total_s > 3 * 3600 else "min")), flush=True)
         for line in costs.goal_lines(options, rates, plan, all_tasks=args.all):
-            print(line)
+            print(line, flush=True)
         if args.plan:
             return cli.EXIT_OK
         outcome = run_study(options, plan.to_record(), costs.machine_dict(rates))
