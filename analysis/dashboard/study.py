@@ -113,7 +113,7 @@ def agreement_markdown(table: pd.DataFrame) -> str:
              f"{r['pick']} (screen #{r['pick_screen_rank']})", _num(r["regret"], 1), _num(r["noise"], 1), r["verdict"]]
             for r in table.to_dict("records")]
     return markdown_table(["task", "configs", "Spearman", "Kendall", "screen's best (its place confirmed)", "confirmed pick",
-                           "regret (points)", "noise (points)", "verdict"], rows, "lrrrllrrl")
+                           "regret", "noise", "verdict"], rows, "lrrrllrrl")
 
 
 def _agreement(paths: StudyPaths, table: pd.DataFrame) -> str:
@@ -133,10 +133,11 @@ def _agreement(paths: StudyPaths, table: pd.DataFrame) -> str:
             "ranked a config first that fine-tuning on images did not confirm; trust the confirmed pick there.</p>" if flagged else
             "<p>No task where the screen's order and confirmation disagree beyond the seeds' noise.</p>")
     header = ["task", "configs", "Spearman", "Kendall τ<sub>b</sub>", "screen's best (its place confirmed)", "confirmed pick",
-              "regret (points)", "noise (points)", "verdict"]
+              "regret", "noise", "verdict"]
     return (f"<p>{_link(paths.root, md, 'agreement.md')} · {_link(paths.root, csv, 'agreement.csv')}. Spearman and Kendall: "
             "the screen's order of its top configs against their confirmed means; regret: the confirmed pick's mean minus the "
-            "screen's best's; noise: the standard error of the screen's best over its confirmation seeds.</p>"
+            "screen's best's (accuracy points for an accuracy, else the metric's units, signed so that more is worse); noise: "
+            "the standard error of the screen's best over its confirmation seeds.</p>"
             + note + _table(header, rows, classes=classes))
 
 

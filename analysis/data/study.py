@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.data.proxy import kendall_tau_b, spearman
+from ssot.results.metrics import DEFAULT_METRIC, metric
 from ssot.results.study import STAGES, StudyRecord
 
 __all__ = ["AGREEMENT_COLUMNS", "AGREE", "DISAGREE", "NOISE", "ONE", "agreement_row", "agreement_table", "cost_table"]
@@ -44,18 +45,20 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def agreement_row(task: str, candidates: Sequence[Mapping[str, Any]], scale: float = 100.0) -> dict[str, Any]:
+def agreement_row(task: str, candidates: Sequence[Mapping[str, Any]], scale: float = 100.0, mode: str = "max") -> dict[str, Any]:
     """The agreement of one task (module docstring) from its confirmation summary: rows with
     ``trial_id``, ``search_rank``, ``mean``, ``std``, ``seeds`` and ``confirmed``. ``scale`` turns
-    the metric's units into the regret's (100: accuracy points)."""
+    the metric's units into the regret's (100: accuracy points); ``mode`` is its direction (a ``min``
+    metric's means are negated: higher is better below)."""
     rows = sorted(candidates, key=lambda r: int(r["search_rank"]))
-    means = np.array([_number(r.get("mean")) for r in rows])
+    sign = -1.0 if mode == "min" else 1.0
+    means = sign * np.array([_number(r.get("mean")) for r in rows])
     ranks = np.array([int(r["search_rank"]) for r in rows], dtype=float)
     usable = ~np.isnan(means)
     best, pick = rows[0], next((r for r in rows if r.get("confirmed")), rows[0])
     order = sorted(range(len(rows)), key=lambda i: (-means[i] if usable[i] else math.inf, ranks[i]))
     position = order.index(0) + 1
-    regret = scale * (_number(pick.get("mean")) - _number(best.get("mean")))
+    regret = sign * scale * (_number(pick.get("mean")) - _number(best.get("mean")))
     n_seeds = max(1, len(str(best.get("seeds") or "").split()))
     noise = scale * _number(best.get("std")) / math.sqrt(n_seeds)
     rho = spearman(-ranks[usable], means[usable]) if usable.sum() >= 2 else math.nan
@@ -73,9 +76,13 @@ def agreement_row(task: str, candidates: Sequence[Mapping[str, Any]], scale: flo
             "regret": regret, "noise": noise, "verdict": verdict}
 
 
-def agreement_table(record: StudyRecord, scale: float = 100.0) -> pd.DataFrame:
-    """:func:`agreement_row` of every task of the study with a confirmation, in the study's order."""
-    rows = [agreement_row(task, record.confirmations[task], scale) for task in record.tasks if record.confirmations.get(task)]
+def agreement_table(record: StudyRecord) -> pd.DataFrame:
+    """:func:`agreement_row` of every task of the study with a confirmation, in the study's order,
+    in the units and direction of the study's metric (:mod:`ssot.results.metrics`; accuracies in points)."""
+    chosen = metric(str(record.settings.get("metric") or DEFAULT_METRIC))
+    scale = 100.0 if chosen.name.endswith("_acc") else 1.0
+    rows = [agreement_row(task, record.confirmations[task], scale, chosen.direction or "max")
+            for task in record.tasks if record.confirmations.get(task)]
     return pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
 
 

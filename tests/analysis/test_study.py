@@ -38,6 +38,13 @@ def test_disagreement_when_another_config_wins_beyond_the_seeds_noise():
     assert row["spearman"] == pytest.approx(stats.spearmanr([3, 2, 1], means).statistic)
 
 
+def test_a_metric_to_minimise_counts_lower_means_as_better():
+    means = [0.40, 0.20, 0.30]  # e.g. an entropy: the second config is the best
+    row = agreement_row("P2H", _candidates(means, [0.01] * 3, pick=1), scale=1.0, mode="min")
+    assert row["verdict"] == DISAGREE and row["regret"] == pytest.approx(0.20) and row["screen_best_position"] == 3
+    assert row["kendall"] == pytest.approx(stats.kendalltau([3, 2, 1], [-m for m in means]).statistic)
+
+
 def test_a_pick_within_the_seeds_noise_is_not_called_a_disagreement():
     row = agreement_row("P2H", _candidates([0.795, 0.80, 0.70], [0.05, 0.01, 0.02], pick=1))
     assert row["verdict"] == NOISE and row["regret"] == pytest.approx(0.5)
