@@ -61,8 +61,9 @@ def agreement_row(task: str, candidates: Sequence[Mapping[str, Any]], scale: flo
     regret = sign * scale * (_number(pick.get("mean")) - _number(best.get("mean")))
     n_seeds = max(1, len(str(best.get("seeds") or "").split()))
     noise = scale * _number(best.get("std")) / math.sqrt(n_seeds)
-    rho = spearman(-ranks[usable], means[usable]) if usable.sum() >= 2 else math.nan
-    tau = kendall_tau_b(-ranks[usable], means[usable]) if usable.sum() >= 2 else math.nan
+    order_score, confirmed = (-ranks[usable]).tolist(), means[usable].tolist()  # the screen's order: its best scores highest
+    rho = spearman(order_score, confirmed) if len(confirmed) >= 2 else math.nan
+    tau = kendall_tau_b(order_score, confirmed) if len(confirmed) >= 2 else math.nan
     if len(rows) == 1:
         verdict = ONE
     elif pick is best:
