@@ -198,13 +198,16 @@ def _workers(config: SSOTConfig, size: TaskSize, cpus_per_run: float, gpus: floa
     one slot, or a run alone longer than :data:`SHARED_LIMIT_S`)."""
     import ray
 
-    probe = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_probe)
-    start = time.perf_counter()
-    ray.get([probe.remote(config.to_dict()) for _ in range(slots)])
-    started = time.perf_counter() - start
-    if slots < 2 or alone > SHARED_LIMIT_S:
-        return started, None
     timed = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_timed_run)
+    short = alone <= SHARED_LIMIT_S
+    start = time.perf_counter()
+    if short:  # each worker's first run, of no epoch: its imports, data, first evaluation (what a stage's first runs pay)
+        ray.get([timed.remote(config.replace(pretrain_epochs=0, epochs=0).to_dict(), size) for _ in range(slots)])
+    else:
+        ray.get([ray.remote(num_cpus=cpus_per_run, num_gpus=gpus)(_probe).remote(config.to_dict()) for _ in range(slots)])
+    started = time.perf_counter() - start
+    if slots < 2 or not short:
+        return started, None
     times = ray.get([timed.remote(config.to_dict(), size) for _ in range(slots)])
     return started, max(1.0, sum(times) / len(times) / alone)
 

@@ -406,6 +406,10 @@ def compare_lines(record: StudyRecord) -> list[str]:
         ratio = f"{m / p:.2f}" if p > 0 and m > 0 else ""
         out.append(f"  {stage:<9} {p:>9.0f}s {m:>9.0f}s {ratio:>19}")
     out.append(f"  {'total':<9} {total_p:>9.0f}s {total_m:>9.0f}s {total_m / total_p if total_p else 0:>19.2f}")
+    loads = [float(step["load"]) for step in record.steps.values() if step.get("load") is not None]
+    if loads:
+        out.append(f"  load average at the steps' ends: {min(loads):.1f} to {max(loads):.1f} (mean {sum(loads) / len(loads):.1f}); "
+                   "on a shared machine the others' work slows every step alike")
     return out
 
 

@@ -335,7 +335,7 @@ def _run(options: StudyOptions, paths: StudyPaths, plan: Mapping[str, Any] | Non
                     write_study(paths.root, record)
                     log(f"[study] {task} {stage} did not finish (exit status {status}); rerun with --resume to continue")
                     return StudyOutcome(paths, record, status)
-                record.finish(task, stage, time.monotonic() - start, **details)
+                record.finish(task, stage, time.monotonic() - start, load=_load(), **details)
                 write_study(paths.root, record)
                 log(progress.line(task, stage, record.steps[step_key(task, stage)]["seconds"]))
                 start = time.monotonic()
@@ -344,7 +344,7 @@ def _run(options: StudyOptions, paths: StudyPaths, plan: Mapping[str, Any] | Non
             continue
         start = time.monotonic()
         details = REPORT_FUNCTIONS[step](options, paths, record, task, log)
-        record.finish(task, step, time.monotonic() - start, **details)
+        record.finish(task, step, time.monotonic() - start, load=_load(), **details)
         write_study(paths.root, record)
         log(progress.line(task, step, record.steps[step_key(task, step)]["seconds"]))
     _remove(paths.partial)  # the report's scratch folder, empty once every step moved its output into place
@@ -559,6 +559,15 @@ def _fresh(folder: Path) -> Path:
 
 def _quiet(line: str) -> None:
     pass
+
+
+def _load() -> float | None:
+    """The machine's load average over the last minute (recorded with each step: a shared machine's
+    other work slows a step as much as its own does), None where the system does not say."""
+    try:
+        return round(os.getloadavg()[0], 1)
+    except OSError:
+        return None
 
 
 def say(line: str) -> None:

@@ -148,7 +148,10 @@ def _cost(record: StudyRecord) -> str:
     machine = plan.get("machine") or record.machine.get("label") or "this machine"
     rates = plan.get("rates") or "no plan recorded"
     gave_up = "".join(f"<li>{_e(line)}</li>" for line in plan.get("gave_up", []))
-    return (f'<p class="meta">Wall time on {_e(machine)}; predicted from {_e(rates)}.</p>'
+    loads = [float(step["load"]) for step in record.steps.values() if step.get("load") is not None]
+    load = (f" Load average at the steps' ends: {min(loads):.1f} to {max(loads):.1f} (the machine's other work slows every step "
+            "alike)." if loads else "")
+    return (f'<p class="meta">Wall time on {_e(machine)}; predicted from {_e(rates)}.{_e(load)}</p>'
             + _table(["stage", "predicted", "measured", "measured / predicted"], rows)
             + (f"<p>What the budget gave up:</p><ul>{gave_up}</ul>" if gave_up else ""))
 
