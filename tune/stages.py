@@ -294,7 +294,7 @@ def run_study(options: StudyOptions, plan: Mapping[str, Any] | None = None, mach
     Everything is checked before any work (:func:`check_study`).
     """
     check_study(options)
-    log = log or say
+    log = log or (say if options.verbose >= 1 else _quiet)  # --quiet: the plan and the cost only (tune/study.py prints them)
     paths = StudyPaths(Path(options.out).resolve())
     paths.root.mkdir(parents=True, exist_ok=True)
     try:
