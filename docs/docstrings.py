@@ -20,8 +20,10 @@ each docstring's reST into Markdown before mkdocstrings parses its NumPy section
 - **NumPy items** written ``name : what it is`` (prose where NumPy puts a type, as this project
   often does) become the name with that prose as its description; types lose their markup
   (mkdocstrings shows them as code).
-- **Documented attributes**: ``#:`` comments above an assignment (or after it on its line), as
-  Sphinx's autodoc reads them, become the attribute's docstring.
+The ``#:`` comments that document attributes (above an assignment, or after it on its line, as
+Sphinx's autodoc reads them) become the attributes' docstrings through the ``griffe-sphinx``
+extension, which ``mkdocs.yml`` lists before this one. What mkdocstrings-python cannot do itself,
+and so this module does, is in ``docs/architecture.md`` ("The manual's docstrings").
 
 :func:`load_project` loads the project's packages once with the ``#:`` comments (what the API
 pages list, :mod:`api_pages`); :class:`Index` resolves names against it.
@@ -69,41 +71,6 @@ def project_packages() -> tuple[str, ...]:
     return tuple(p.rstrip("*").rstrip(".") for p in patterns if "." not in p.rstrip("*").rstrip("."))
 
 
-# --- documented attributes (``#:``) -------------------------------------------------------------
-
-
-def comment_docstring(attr: griffe.Attribute) -> str | None:
-    """The ``#:`` comment documenting ``attr``: the lines right above its assignment, or after it on
-    its first line; None when there is none."""
-    if attr.lineno is None:
-        return None
-    lines = attr.module.lines
-    above: list[str] = []
-    number = attr.lineno - 2  # 0-based index of the line above the assignment
-    while number >= 0 and lines[number].lstrip().startswith("#:"):
-        above.insert(0, lines[number].lstrip()[2:].strip())
-        number -= 1
-    if above:
-        return "\n".join(above)
-    trailing = re.search(r"\s#:\s?(.*)$", lines[attr.lineno - 1])
-    return trailing.group(1).strip() if trailing else None
-
-
-class SphinxComments(griffe.Extension):
-    """Give every attribute documented by ``#:`` comments (and no docstring) that comment as docstring."""
-
-    def on_attribute(self, *, attr: griffe.Attribute, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
-        attach_comment(attr, loader)
-
-
-def attach_comment(attr: griffe.Attribute, loader: griffe.GriffeLoader) -> None:
-    """Make ``attr``'s ``#:`` comment its docstring, parsed as the loader parses docstrings (when it
-    has a comment and no docstring)."""
-    if attr.docstring is None and (text := comment_docstring(attr)):
-        attr.docstring = griffe.Docstring(text, lineno=attr.lineno, endlineno=attr.lineno, parent=attr,
-                                          parser=loader.docstring_parser, parser_options=loader.docstring_options)
-
-
 # --- the project's names -------------------------------------------------------------------------
 
 
@@ -120,7 +87,7 @@ def load_project() -> griffe.ModulesCollection:
     """The project's packages as Griffe reads them (statically: nothing is imported), with the
     ``#:`` comments as docstrings and the imported names resolved."""
     loader = griffe.GriffeLoader(search_paths=[str(ROOT)], docstring_parser="numpy",
-                                 extensions=griffe.load_extensions(SphinxComments))
+                                 extensions=griffe.load_extensions("griffe_sphinx"))
     for package in project_packages():
         loader.load(package)
     loader.resolve_aliases(implicit=False, external=False)
@@ -504,16 +471,13 @@ def citation_anchors(obj: griffe.Object) -> dict[str, str]:
 
 
 class SphinxToMarkdown(griffe.Extension):
-    """mkdocstrings' extension: the ``#:`` comments as docstrings, then every docstring of the
-    project's packages rewritten from reST to Markdown (the module docstring)."""
+    """mkdocstrings' extension: every docstring of the project's packages rewritten from reST to
+    Markdown (the module docstring)."""
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         if pkg.name not in project_packages():
             return
         index = project_index()
-        for obj in walk(pkg):
-            if isinstance(obj, griffe.Attribute):
-                attach_comment(obj, loader)
         described = [obj for obj in walk(pkg) if obj.docstring is not None]
         citations = {obj.path: citation_anchors(obj) for obj in described}  # before any docstring changes
         for obj in described:

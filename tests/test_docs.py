@@ -418,7 +418,7 @@ def renderer(tmp_path):
     for name, text in _PACKAGE.items():
         (tmp_path / "pkg" / name).write_text(text)
     loader = griffe.GriffeLoader(search_paths=[str(tmp_path)], docstring_parser="numpy",
-                                 extensions=griffe.load_extensions(docstrings.SphinxComments))
+                                 extensions=griffe.load_extensions("griffe_sphinx"))
     loader.load("pkg")
     loader.resolve_aliases(implicit=False, external=False)
     collection = loader.modules_collection

@@ -75,7 +75,7 @@ def add_marks(figure: go.Figure, marks: Mapping[str, tuple[Sequence[Any], Sequen
 
     Adds an empty last trace (:data:`MARK_TRACE`) and stores where each trial lies in the
     figure's ``layout.meta["marks"]`` (trial id -> ``[xs, ys]``); the page's script copies the
-    selected trial's coordinates into that trace (:mod:`analysis.dashboard.template`).
+    selected trial's coordinates into that trace (``analysis/dashboard/templates/dashboard.js``).
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ each experiment (:mod:`analysis.dashboard.sections`, :mod:`analysis.dashboard.ru
 :mod:`analysis.dashboard.trials_table`, :mod:`analysis.dashboard.regret`), the paper's other
 analyses (:mod:`analysis.dashboard.paper_section`), the atlas across tasks
 (:mod:`analysis.dashboard.atlas`, also the page of ``analysis/atlas.py``) and the page template
-(:mod:`analysis.dashboard.template`); :mod:`analysis.dashboard.static` and
+(:mod:`analysis.dashboard.templates`: Jinja2, autoescaped); :mod:`analysis.dashboard.static` and
 :mod:`analysis.dashboard.images` write the static figures. ``python analysis/sensitivity.py``
 is its command.
 """

@@ -25,7 +25,6 @@ lazily in the browser when their section is shown, so large result folders open 
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import sys
@@ -33,24 +32,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from string import Template
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
+from markupsafe import Markup
 from optuna.importance import BaseImportanceEvaluator
-from plotly.offline import get_plotlyjs
 
-from analysis.dashboard.atlas import dashboard_atlas
+from analysis.dashboard.atlas import AtlasSection, dashboard_atlas
 from analysis.dashboard.paper_section import PaperSection, paper_section
 from analysis.dashboard.proxy import proxy_section
 from analysis.dashboard.regret import regret_html
 from analysis.dashboard.rungs import rungs_html
 from analysis.dashboard.sections import Prepared, prepare, view_figures
 from analysis.dashboard.static import DEFAULT_FORMATS, Backend, StaticFigure, write_static
-from analysis.dashboard.template import PAGE
+from analysis.dashboard.templates import figures_json, render
 from analysis.dashboard.trials_table import trials_table_html
 from analysis.data.bins import Bins, HeatmapInfo, color_range
 from analysis.data.budget import BUDGET_FIELDS, budget_differences, search_budget
@@ -125,7 +122,7 @@ class _Section:
     """The figures and HTML of one experiment."""
 
     experiment: Experiment
-    html: str
+    html: Markup
     figures: dict[str, go.Figure]
     static: dict[str, StaticFigure]  # file stem -> heatmap of the default view, learning curves
     views: list[View] = field(default_factory=list)
@@ -142,7 +139,7 @@ def _status_summary(table: pd.DataFrame, views: list[View], default: str) -> str
     )
 
 
-def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: str) -> str:
+def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.DataFrame, mode: str) -> dict[str, Any]:
     """The view's best trial; in the final-epoch view, the trial of ``best_config.json`` (the one
     rule of :func:`ssot.results.trials.best_trial` on the experiment's metric, ties to the lowest
     id), the trial of the cross-task table. Accuracies in percent."""
@@ -161,91 +158,37 @@ def _best_trial_line(experiment: Experiment, table: pd.DataFrame, results: pd.Da
         what = "best accuracy reached" if mode == "best" else f"best accuracy at epoch {mode.removeprefix('epoch')}"
         rule, value = f"{what}, ties to the lowest trial id", format_percent(top["acc"], 2) if top is not None else ""
     if top is None:
-        shown: str = MODE_LABELS.get(mode, mode)  # type: ignore[call-overload]  # a mode outside the labels is shown as is
-        return f"No trial in this view ({html.escape(shown)})."
-    return (
-        f'Best trial in this view ({html.escape(rule)}): <b data-trial="{html.escape(str(top["trial_id"]))}">'
-        f"{html.escape(str(top['trial_id']))}</b>, {html.escape(value)} &mdash; <code>{html.escape(str(top['config']))}</code>"
-    )
-
-
-def _config_block(experiment: Experiment, key: str) -> str:
-    if experiment.best_config is not None:
-        text = json.dumps(experiment.best_config, indent=2, sort_keys=False)
-        source = "best_config.json written by the search"
-    else:
-        text = "{}"
-        source = "no best_config.json yet (the search is still running or the file is unreadable)"
-    return (
-        f'<div class="config"><div class="config-head">Best config ({html.escape(source)}) '
-        f'<button type="button" class="copy" data-target="cfg-{key}">Copy</button></div>'
-        f'<pre id="cfg-{key}">{html.escape(text)}</pre></div>'
-    )
-
-
-def _partial_banner(experiment: Experiment, table: pd.DataFrame) -> str:
-    """A visible note on a search that experiment.json says is still running."""
-    if experiment.status != "running":
-        return ""
-    running = int((table["status"] == "running").sum())
-    return (
-        '<p class="partial"><b>Partial results: this search is still running.</b> The page shows '
-        f"the {len(table)} trials written so far ({running} of them still running, drawn at their "
-        "last recorded epoch in the rung and best-reached views); regenerate it for the rest.</p>"
-    )
-
-
-def _scale_note(task: str, zrange: tuple[float, float] | None) -> str:
-    if zrange is None:
-        return ""
-    return (f'<p class="note">One colour scale for every heatmap of {html.escape(task)} (each pair, each view, each '
-            f"search of the task): {format_percent(zrange[0])} to {format_percent(zrange[1])}, the lowest and highest "
-            "cell; the same colour is the same accuracy everywhere on the task.</p>")
+        return {"view": mode, "trial": None, "shown": MODE_LABELS.get(mode, mode)}  # type: ignore[call-overload]  # a mode outside the labels is shown as is
+    return {"view": mode, "trial": str(top["trial_id"]), "rule": rule, "value": value, "config": str(top["config"])}
 
 
 def _build_section(
     prepared: Prepared, zrange: tuple[float, float] | None,
     evaluator: BaseImportanceEvaluator | None, n_boot: int,
 ) -> _Section:
-    """Compute every figure of one experiment and the HTML that holds them."""
+    """Compute every figure of one experiment and the HTML that holds them (``templates/experiment.html``)."""
     experiment, key, table = prepared.experiment, prepared.key, prepared.table
     made = view_figures(prepared, zrange, evaluator, n_boot=n_boot)
-    figures, static, heatmaps, others = made.figures, made.static, made.heatmaps, made.others
-    best_lines = "".join(
-        f'<p class="mode-{v.key} best-line">'
-        f"{_best_trial_line(experiment, table, made.results[v.key], v.key)}</p>"
-        for v in made.views
-    )
-    meta = experiment.meta
     best = best_trial(experiment, table)
-    header = (
-        f"<h2>{html.escape(experiment.task)} &mdash; {html.escape(experiment.name)} "
-        f"<small>({html.escape(experiment.search)} search, {html.escape(experiment.status)}, "
-        f"{experiment.max_epochs} epochs)</small></h2>"
-        f'<p class="meta">{html.escape(str(experiment.path))} &middot; dataset '
-        f"{html.escape(experiment.dataset or '?')} &middot; started "
-        f"{html.escape(str(meta.get('started') or '?'))}</p>"
-        f'<p class="meta">Budget: {html.escape(search_budget(experiment).text())}; space: '
-        f"{html.escape(search_budget(experiment).space)}.</p>"
-        f'<p class="meta">{html.escape(_status_summary(table, made.views, made.default))}</p>'
-        f"{_partial_banner(experiment, table)}"
-    )
-    if not heatmaps:
-        heatmaps.append('<p class="note">Fewer than two searched hyperparameters: no heatmap.</p>')
     proxy, proxy_figures = proxy_section(experiment, key)
-    figures.update(proxy_figures)
-    body = (
-        f'<section class="experiment" data-key="{key}" hidden>{header}{best_lines}'
-        f"{_config_block(experiment, key)}"
-        f'<h3>The search</h3><div class="grid">{made.history}<div>{rungs_html(experiment, table)}</div></div>'
-        f"<h3>Sensitivity heatmaps</h3>{_scale_note(experiment.task, zrange)}"
-        f'<div class="grid">{"".join(heatmaps)}</div>'
-        f'<h3>Hyperparameter importance</h3><div class="grid">{"".join(made.importances)}</div>'
-        f'<h3>Trials</h3><div class="grid">{"".join(others)}</div>'
-        f"{trials_table_html(experiment, table, key, None if best is None else str(best['trial_id']))}"
-        f"{regret_html(meta, experiment.trials)}{proxy}</section>"
+    made.figures.update(proxy_figures)
+    if experiment.best_config is not None:
+        config_text = json.dumps(experiment.best_config, indent=2, sort_keys=False)
+        config_source = "best_config.json written by the search"
+    else:
+        config_text = "{}"
+        config_source = "no best_config.json yet (the search is still running or the file is unreadable)"
+    body = render(
+        "experiment.html", experiment=experiment, key=key, made=made, started=experiment.meta.get("started"),
+        budget=search_budget(experiment), status_summary=_status_summary(table, made.views, made.default),
+        n_trials=len(table), n_running=int((table["status"] == "running").sum()),
+        best_lines=[_best_trial_line(experiment, table, made.results[v.key], v.key) for v in made.views],
+        config_text=config_text, config_source=config_source,
+        zrange=None if zrange is None else (format_percent(zrange[0]), format_percent(zrange[1])),
+        rungs=rungs_html(experiment, table), proxy=proxy, regret=regret_html(experiment.meta, experiment.trials),
+        trials_table=trials_table_html(experiment, table, key, None if best is None else str(best["trial_id"])),
     )
-    return _Section(experiment, body, figures, static, made.views, made.default)
+    return _Section(experiment, body, made.figures, made.static, made.views, made.default)
 
 
 def _build_sections(
@@ -268,7 +211,7 @@ def _build_sections(
 
 def _percent(value: Any, signed: bool = False) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "&mdash;"
+        return "—"
     return f"{value:+.1f}" if signed else f"{value:.1f}"
 
 
@@ -281,123 +224,66 @@ def _space_letters(experiments: Sequence[Experiment]) -> dict[str, str]:
     return letters
 
 
-def _budget_note(experiments: Sequence[Experiment], letters: Mapping[str, str]) -> str:
-    """Above the cross-task table: whether the searches compared there share one budget."""
-    legend = "; ".join(f"space {letter}: {html.escape(space)}" for space, letter in letters.items())
+def _budget_note(experiments: Sequence[Experiment], letters: Mapping[str, str]) -> dict[str, Any]:
+    """Above the cross-task table: whether the searches compared there share one budget (what
+    differs, by value and search, or the shared budget) and the legend of the spaces' letters."""
+    legend = "; ".join(f"space {letter}: {space}" for space, letter in letters.items())
+    note: dict[str, Any] = {"legend": legend, "n": len(experiments), "shared": "", "differences": []}
     if len(experiments) < 2:
-        return f'<p class="meta">{legend}.</p>' if legend else ""
+        return note
     differences = budget_differences(experiments)
     if not differences:
-        budget = search_budget(experiments[0])
-        return (f'<p class="meta budget-note">All {len(experiments)} searches had one budget: {html.escape(budget.text())}; '
-                f"{legend}.</p>")
-    parts = []
+        note["shared"] = search_budget(experiments[0]).text()
     for name, values in differences.items():
         shown = {(f"space {letters[v]}" if name == "space" else v): keys for v, keys in values.items()}
-        parts.append(f"{BUDGET_FIELDS[name]}: " + ", ".join(f"{html.escape(v)} ({html.escape(', '.join(keys))})"
-                                                            for v, keys in shown.items()))
-    return ('<p class="budget-note differs"><b>Different budgets: these searches are not compared as equals.</b> '
-            f"They differ in {'; '.join(parts)}. A search with more trials or epochs had more chances to find a good "
-            "config, and one over another space searched other configs: a higher best accuracy in this table is "
-            f"not by itself a better task or method. {legend}.</p>")
+        note["differences"].append(f"{BUDGET_FIELDS[name]}: " + ", ".join(f"{v} ({', '.join(keys)})" for v, keys in shown.items()))
+    return note
 
 
-def _cross_task_html(table: pd.DataFrame, keys: Mapping[str, str], experiments: Sequence[Experiment]) -> str:
-    head = (
-        "<tr><th>task</th><th>experiment</th><th>search</th><th>budget</th><th>trials (done / ASHA-stopped / "
-        "diverged / errored / running)</th><th>best final-epoch acc (%)</th>"
-        "<th>best acc reached (%)</th><th>our source-only (%)</th><th>paper SSOT (%)</th>"
-        "<th>&Delta; vs paper</th>"
-        "<th>paper source-only (%)</th><th>paper best other (%)</th></tr>"
-    )
+def _cross_rows(table: pd.DataFrame, keys: Mapping[str, str], experiments: Sequence[Experiment]) -> list[dict[str, Any]]:
+    """The rows of the cross-task table (``templates/cross_table.html``): text, accuracies in percent."""
     letters = _space_letters(experiments)
     differs = budget_differences(experiments)
     budgets = {e.key: search_budget(e) for e in experiments}
     rows = []
     for row in table.to_dict("records"):
-        counts = " / ".join(
-            str(row[f"n_{status}"]) for status in STATUSES
-        )
         delta = row["delta"]
-        tone = "" if pd.isna(delta) else (" good" if delta >= 0 else " bad")
-        other = (
-            f"{_percent(row['best_other'])} ({html.escape(row['best_other_method'])})"
-            if row["best_other_method"] else "&mdash;"
-        )
         budget = budgets[row["experiment"]]
         texts = {"trials": f"{budget.field_text('trials')} trials", "max_epochs": f"{budget.max_epochs} epochs",
                  "early_stop": f"early stopping {budget.early_stop}", "space": f"space {letters[budget.space]}"}
-        cell = ", ".join(f'<span class="budget-{name}{" differs" if name in differs else ""}">{html.escape(text)}</span>'
-                         for name, text in texts.items())
-        rows.append(
-            f'<tr data-key="{keys[row["experiment"]]}" class="pick">'
-            f"<td>{html.escape(row['task'])}</td><td>{html.escape(row['name'])}"
-            f"{' (running)' if row['status'] == 'running' else ''}</td>"
-            f"<td>{html.escape(row['search'])}</td><td class=\"budget\">{cell}</td><td>{counts}</td>"
-            f"<td>{_percent(row['best_final'])}</td><td>{_percent(row['best_reached'])}</td>"
-            f"<td>{_percent(row['source_only'])}</td>"
-            f"<td>{_percent(row['paper_ssot'])}</td><td class=\"delta{tone}\">"
-            f"{_percent(delta, signed=True)}</td><td>{_percent(row['paper_source_only'])}</td>"
-            f"<td>{other}</td></tr>"
-        )
-    return f'{_budget_note(experiments, letters)}<table class="cross">{head}{"".join(rows)}</table>'
-
-
-def _warnings_html(problems: list[Problem]) -> str:
-    items = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems)
-    hidden = "" if problems else " hidden"
-    return (
-        f'<div id="warnings" class="warnings"{hidden}><h3>Warnings ({len(problems)})</h3>'
-        f"<ul>{items}</ul></div>"
-    )
-
-
-def _figures_json(figures: Mapping[str, go.Figure]) -> str:
-    """All figures as one JS object literal, safe inside a ``<script>`` element."""
-    parts = [
-        f"{json.dumps(div_id)}:{pio.to_json(figure, validate=False)}"
-        for div_id, figure in figures.items()
-    ]
-    return ("{" + ",".join(parts) + "}").replace("</", "<\\/")
-
-
-_PAGE = Template(PAGE)
+        rows.append({
+            "key": keys[row["experiment"]], "task": row["task"], "name": row["name"], "running": row["status"] == "running",
+            "search": row["search"], "counts": " / ".join(str(row[f"n_{status}"]) for status in STATUSES),
+            "budget": [{"name": name, "text": text, "differs": name in differs} for name, text in texts.items()],
+            "best_final": _percent(row["best_final"]), "best_reached": _percent(row["best_reached"]),
+            "source_only": _percent(row["source_only"]), "paper_ssot": _percent(row["paper_ssot"]),
+            "delta": _percent(delta, signed=True), "tone": "" if pd.isna(delta) else (" good" if delta >= 0 else " bad"),
+            "paper_source_only": _percent(row["paper_source_only"]),
+            "other": f"{_percent(row['best_other'])} ({row['best_other_method']})" if row["best_other_method"] else "—",
+        })
+    return rows
 
 
 def _render_page(
-    root: Path | str, sections: list[_Section], cross: pd.DataFrame, problems: list[Problem], n_boot: int
+    root: Path | str, sections: list[_Section], cross: pd.DataFrame, problems: list[Problem], n_boot: int,
+    paper: PaperSection, atlas: AtlasSection,
 ) -> str:
+    """The page (``templates/dashboard.html``)."""
     keys = {s.experiment.key: f"e{i}" for i, s in enumerate(sections)}
-    options = "".join(
-        f'<option value="{keys[s.experiment.key]}">{html.escape(s.experiment.task)} &mdash; '
-        f"{html.escape(s.experiment.name)} ({html.escape(s.experiment.search)})</option>"
-        for s in sections
-    )
     figures: dict[str, go.Figure] = {}
     for section in sections:
         figures.update(section.figures)
-    return _PAGE.substitute(
-        title=html.escape(f"SSOT-Tune sensitivity dashboard: {str(root).rstrip('/').rsplit('/', 1)[-1] or root}"),
-        root=html.escape(str(root)),
-        generated=datetime.now().strftime("%Y-%m-%d %H:%M"),
-        options=options,
-        mode_final=html.escape(MODE_LABELS["final"]),
-        mode_best=html.escape(MODE_LABELS["best"]),
-        min_trials=MIN_TRIALS,
-        bootstrap=(f"carry {100 * LEVEL:.0f} % bootstrap intervals (each refitted on {n_boot} resamples of the view's "
-                   "trials, drawn with replacement, seeded)" if n_boot else "are drawn without intervals (--bootstrap 0)"),
-        warnings=_warnings_html(problems),
-        cross=_cross_task_html(cross, keys, [s.experiment for s in sections]),
-        sections="".join(s.html for s in sections),
-        plotlyjs=get_plotlyjs(),
-        figures=_figures_json(figures),
-        mode_labels=json.dumps(MODE_LABELS),
-        views=json.dumps({
-            f"e{i}": {"default": s.default,
-                      "views": [{"key": v.key, "short": v.short, "label": v.label} for v in s.views]}
-            for i, s in enumerate(sections)
-        }).replace("</", "<\\/"),
-        plot_config=json.dumps(_PLOT_CONFIG),
+    experiments = [s.experiment for s in sections]
+    return render(
+        "dashboard.html",
+        title=f"SSOT-Tune sensitivity dashboard: {str(root).rstrip('/').rsplit('/', 1)[-1] or root}",
+        root=str(root), generated=datetime.now().strftime("%Y-%m-%d %H:%M"),
+        sections=[{"key": f"e{i}", "experiment": s.experiment, "html": s.html} for i, s in enumerate(sections)],
+        mode_labels=MODE_LABELS, min_trials=MIN_TRIALS, n_boot=n_boot, level=LEVEL, problems=problems,
+        budgets=_budget_note(experiments, _space_letters(experiments)), rows=_cross_rows(cross, keys, experiments),
+        paper=paper, atlas=atlas, figures=figures_json(figures), plot_config=_PLOT_CONFIG,
+        views={f"e{i}": {"default": s.default, "views": [{"key": v.key, "short": v.short, "label": v.label} for v in s.views]}
+               for i, s in enumerate(sections)},
     )
 
 
@@ -521,8 +407,8 @@ def build_dashboard(
         static = {folder / stem: fig for s in sections for stem, fig in s.static.items()}
         written, image_problems = write_static(static, formats, image_backend)
         problems.extend(image_problems)
-    page = atlas_part.insert(paper_part.insert(_render_page(str(root) if storage.is_uri(root) else root_path, sections,
-                                                            cross_task_table(experiments, paper), problems, n_boot)))
+    page = _render_page(str(root) if storage.is_uri(root) else root_path, sections, cross_task_table(experiments, paper), problems,
+                        n_boot, paper_part, atlas_part)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(page, encoding="utf-8")
     n_plots = sum(len(s.figures) for s in sections) + len(paper_part.figures) + len(atlas_part.figures)

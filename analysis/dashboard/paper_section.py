@@ -13,20 +13,20 @@
 
 The content comes from :mod:`analysis.data.paper_runs`, drawn by :mod:`analysis.charts.paper`
 (also drawn with matplotlib by :mod:`analysis.mpl.paper`); this module only lays it out. The section is
-self-contained HTML (its figures in a JSON script element, drawn by its own script once the page
-has loaded), so :mod:`analysis.dashboard.page` adds it with one call (:meth:`PaperSection.insert`).
+laid out by ``templates/paper_section.html``; the dashboard's page puts it before the end of its
+``<main>``, with its figures in a JSON script element drawn once the page has loaded.
 """
 from __future__ import annotations
 
-import html
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import plotly.graph_objects as go
-import plotly.io as pio
+from markupsafe import Markup
 
 from analysis.charts.paper import class_weight_plotly, feature_map_plotly, solver_plotly
+from analysis.dashboard.templates import figures_json, render
 from analysis.data.paper_runs import (
     FigureError,
     class_weight_info,
@@ -47,28 +47,18 @@ MAX_CLASS_WEIGHT_PLOTS = 24
 class PaperSection:
     """The section's HTML (empty when nothing was found), its figures by div id, and its problems."""
 
-    html: str = ""
+    html: Markup | str = ""
     figures: dict[str, go.Figure] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: The id of the script element holding its figures, and the class of its plots' containers.
+    script_id = "paper-figures"
+    plot_class = "paper-plot"
 
     def __bool__(self) -> bool:
         return bool(self.html)
 
-    def insert(self, page: str) -> str:
-        """``page`` with this section (and the script drawing it) before its ``</main>``."""
-        if not self.html:
-            return page
-        data = ("{" + ",".join(f"{json.dumps(k)}:{pio.to_json(f, validate=False)}" for k, f in self.figures.items())
-                + "}").replace("</", "<\\/")
-        script = (f'<script type="application/json" id="paper-figures">{data}</script>'
-                  "<script>document.addEventListener('DOMContentLoaded', function () {"
-                  "var figs = JSON.parse(document.getElementById('paper-figures').textContent);"
-                  "document.querySelectorAll('.paper-plot').forEach(function (div) { var f = figs[div.id];"
-                  "Plotly.newPlot(div, f.data, f.layout || {}, {responsive: true, displaylogo: false}).then(function () {"
-                  "div.setAttribute('data-rendered', 'true'); }, function (e) { (window.__dashboardReport || console.error)(div.id + ': ' + e); });"
-                  "}); });</script>")
-        head, sep, tail = page.partition("</main>")
-        return head + self.html + script + sep + tail if sep else page + self.html + script
+    def figures_json(self) -> Markup:
+        return figures_json(self.figures)
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -79,12 +69,7 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
-    return "&mdash;" if value is None else f"{value:.{digits}f}"
-
-
-def _div(div_id: str) -> str:
-    return (f'<div class="paper-plot" id="{div_id}" style="background:#fff; border:1px solid #e3e3e3; '
-            f'border-radius:4px; min-height:420px"></div>')
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def paper_section(root: str | Path) -> PaperSection:
@@ -92,8 +77,10 @@ def paper_section(root: str | Path) -> PaperSection:
     root = Path(root)
     found = find_paper_inputs(root)
     section = PaperSection(problems=list(found.problems))
-    parts: list[str] = []
+    weights: dict[str, Any] = {}
     weighted = {p: r for p, r in found.records.items() if has_class_weights(r)}
+    rows: list[dict[str, Any]]
+    divs: list[str]
     if weighted:
         rows, divs = [], []
         for i, (path, record) in enumerate(weighted.items()):
@@ -102,25 +89,15 @@ def paper_section(root: str | Path) -> PaperSection:
             except (FigureError, KeyError, IndexError, ValueError) as exc:
                 section.problems.append(Problem(path, f"its class weights cannot be drawn ({exc})"))
                 continue
-            acc = "&mdash;" if info.target_acc is None else f"{100 * info.target_acc:.1f}"
-            rows.append(f"<tr><td>{html.escape(_rel(path, root))}</td><td>{html.escape(info.title.rsplit(' ', 1)[-1])}</td>"
-                        f"<td>{acc}</td><td>{_fmt(info.outlier_mass_source_only)}</td>"
-                        f'<td class="outlier-mass">{_fmt(info.outlier_mass)}</td></tr>')
+            rows.append({"record": _rel(path, root), "task": info.title.rsplit(" ", 1)[-1],
+                         "acc": "—" if info.target_acc is None else f"{100 * info.target_acc:.1f}",
+                         "source_only": _fmt(info.outlier_mass_source_only), "mass": _fmt(info.outlier_mass)})
             if i < MAX_CLASS_WEIGHT_PLOTS:
                 section.figures[f"paper-cw{i}"] = class_weight_plotly(info, _rel(path, root))
-                divs.append(_div(f"paper-cw{i}"))
-        skipped = len(found.records) - len(weighted)
-        more = len(weighted) - MAX_CLASS_WEIGHT_PLOTS
-        parts.append(
-            '<h3 id="paper-class-weights">Class weights vs truth</h3><p class="meta">Estimated target class proportions '
-            "p<sup>s</sup>&odot;m per epoch against the true ones of the labelled target; outlier classes (absent from "
-            "the target) dashed red. Outlier mass: the share of target predictions on outlier classes."
-            + (f" {skipped} run record(s) without class weights to draw (use_class_weights=false, unlabelled target, "
-               "or written before the class frequencies were recorded) are left out." if skipped else "")
-            + (f" Plots of the first {MAX_CLASS_WEIGHT_PLOTS} records; the table lists all." if more > 0 else "") + "</p>"
-            '<table class="cross"><tr><th>run record</th><th>task</th><th>final target acc (%)</th>'
-            "<th>outlier mass, source-only</th><th>outlier mass, last epoch</th></tr>" + "".join(rows) + "</table>"
-            f'<div class="grid">{"".join(divs)}</div>')
+                divs.append(f"paper-cw{i}")
+        weights = {"rows": rows, "divs": divs, "skipped": len(found.records) - len(weighted),
+                   "more": len(weighted) - MAX_CLASS_WEIGHT_PLOTS}
+    solvers: dict[str, Any] = {}
     comparisons = found.solver_comparisons()
     if comparisons:
         rows, divs = [], []
@@ -128,25 +105,15 @@ def paper_section(root: str | Path) -> PaperSection:
             curves = solver_info(records)
             title = f"OT solvers, task {task} ({_rel(folder, root)})"
             section.figures[f"paper-solvers{i}"] = solver_plotly(curves, title)
-            divs.append(_div(f"paper-solvers{i}"))
-            rows += [f"<tr><td>{html.escape(_rel(folder, root))}</td><td>{html.escape(task)}</td><td>{html.escape(c.solver)}</td>"
-                     f"<td>{c.n_runs}</td><td>{100 * c.target_acc:.1f}</td><td>{c.values[-1]:.4g}</td>"
-                     f'<td class="time-per-epoch">{c.time_per_epoch:.2f}</td></tr>' for c in curves]
-        parts.append(
-            '<h3 id="paper-solvers">OT solvers</h3><p class="meta">Runs of tune/solvers.py: the OT value per epoch '
-            "(net/vector: the semi-dual H before the ascent step; sinkhorn: the plan's cost; not the same quantity) and "
-            "the mean time per adaptation epoch.</p>"
-            '<table class="cross"><tr><th>folder</th><th>task</th><th>OT solver</th><th>runs</th><th>final target acc (%)</th>'
-            "<th>OT value, last epoch</th><th>time / epoch (s)</th></tr>" + "".join(rows) + "</table>"
-            f'<div class="grid">{"".join(divs)}</div>')
-    if found.feature_maps:
-        divs = []
-        for i, (path, data) in enumerate(found.feature_maps.items()):
-            section.figures[f"paper-tsne{i}"] = feature_map_plotly(feature_map_panels(data), f"t-SNE of {_rel(path, root)}")
-            divs.append(_div(f"paper-tsne{i}"))
-        parts.append('<h3 id="paper-feature-maps">Feature maps</h3><p class="meta">t-SNE files of python -m ssot.feature_maps: '
-                     "source and target features of each model.</p>" f'<div class="grid">{"".join(divs)}</div>')
-    if parts:
-        section.html = ('<section class="paper-analyses" style="border-top: 2px solid #ccc; margin-top: 18px">'
-                        "<h2>The paper's other analyses</h2>" + "".join(parts) + "</section>")
+            divs.append(f"paper-solvers{i}")
+            rows += [{"folder": _rel(folder, root), "task": task, "solver": c.solver, "runs": c.n_runs,
+                      "acc": f"{100 * c.target_acc:.1f}", "value": f"{c.values[-1]:.4g}", "time": f"{c.time_per_epoch:.2f}"}
+                     for c in curves]
+        solvers = {"rows": rows, "divs": divs}
+    maps = []
+    for i, (path, data) in enumerate(found.feature_maps.items()):
+        section.figures[f"paper-tsne{i}"] = feature_map_plotly(feature_map_panels(data), f"t-SNE of {_rel(path, root)}")
+        maps.append(f"paper-tsne{i}")
+    if weights or solvers or maps:
+        section.html = render("paper_section.html", weights=weights, solvers=solvers, maps=maps, max_plots=MAX_CLASS_WEIGHT_PLOTS)
     return section

@@ -12,11 +12,11 @@ same info) for the static files of papers.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -39,7 +39,7 @@ from analysis.data.marginal import marginal_infos
 from analysis.data.views import View, default_view, experiment_views
 from analysis.mpl.figures import heatmap_figure_mpl, learning_curves_figure_mpl
 
-__all__ = ["HeatmapPanel", "Prepared", "ViewFigures", "prepare", "view_figures", "plot_div", "slug", "heatmap_title"]
+__all__ = ["HeatmapPanel", "Plot", "Prepared", "ViewFigures", "prepare", "view_figures", "slug", "heatmap_title"]
 
 
 def slug(text: str) -> str:
@@ -56,11 +56,13 @@ def _plain_title(experiment: Experiment, x: str, y: str) -> str:
     return f"{experiment.task} ({experiment.search}): {y} vs {x}"
 
 
-def plot_div(div_id: str, view: str | None = None) -> str:
-    """A plot container; one of a view carries ``data-view`` (the page shows one view at a time)."""
-    if not view:
-        return f'<div class="plot" id="{div_id}"></div>'
-    return f'<div class="plot mode-{view}" id="{div_id}" data-view="{view}"></div>'
+class Plot(NamedTuple):
+    """A plot container of the page (``templates/macros.html``'s ``plot_div``): its figure's id, the
+    view it belongs to (None: every view), and a note shown below it."""
+
+    div_id: str
+    view: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,10 @@ class ViewFigures:
     default: str
     results: dict[str, pd.DataFrame]
     figures: dict[str, go.Figure] = field(default_factory=dict)
-    heatmaps: list[str] = field(default_factory=list)  # plot containers, in page order
-    others: list[str] = field(default_factory=list)
-    importances: list[str] = field(default_factory=list)  # per view: the figure and its note
-    history: str = ""
+    heatmaps: list[Plot] = field(default_factory=list)  # in page order
+    others: list[Plot] = field(default_factory=list)
+    importances: list[Plot] = field(default_factory=list)  # per view, with the evaluators' disagreement as its note
+    history: str = ""  # the optimisation history's plot id
     static: dict[str, StaticFigure] = field(default_factory=dict)  # file stem -> figure
 
 
@@ -138,29 +140,26 @@ def view_figures(
     space = experiment.space
     for panel in prepared.panels:
         out.figures[panel.div_id] = heatmap_figure(panel.info, heatmap_title(experiment, panel.x, panel.y), zrange=zrange)
-        out.heatmaps.append(plot_div(panel.div_id, panel.view))
+        out.heatmaps.append(Plot(panel.div_id, panel.view))
         if panel.view == out.default:
             draw = partial(heatmap_figure_mpl, panel.info, _plain_title(experiment, panel.x, panel.y), zrange=zrange)
             out.static[f"{stem}__{panel.x}__{panel.y}"] = StaticFigure(out.figures[panel.div_id], draw)
     out.figures[f"{key}-history"] = history_figure(history_info(experiment, prepared.table),
                                                    f"{experiment.task}: optimisation history")
-    out.history = plot_div(f"{key}-history")
+    out.history = f"{key}-history"
     curves = learning_curves(experiment)
     args = (curves, experiment.max_epochs, f"{experiment.task}: learning curves",
             source_only_accuracy(experiment))
     out.figures[f"{key}-curves"] = learning_curves_figure(*args)
     out.static[f"{stem}__curves"] = StaticFigure(out.figures[f"{key}-curves"],
                                                  partial(learning_curves_figure_mpl, *args))
-    out.others.append(plot_div(f"{key}-curves"))
+    out.others.append(Plot(f"{key}-curves"))
     for view in views:
         chosen = results[view.key]
         infos = importance_infos(chosen, space, evaluator, n_boot=n_boot)
         out.figures[f"{key}-importance-{view.key}"] = importances_figure(
             infos, view.key, f"{experiment.task}: hyperparameter importance")
-        disagreement = importance_disagreement(*infos)
-        note = f'<p class="note disagree">{html.escape(disagreement)}</p>' if disagreement else ""
-        out.importances.append(f'<div class="panel" data-view="{view.key}">'
-                               f'{plot_div(f"{key}-importance-{view.key}", view.key)}{note}</div>')
+        out.importances.append(Plot(f"{key}-importance-{view.key}", view.key, importance_disagreement(*infos) or ""))
         parts = {
             "parallel": parallel_figure(chosen, space, view.key,
                                         f"{experiment.task}: hyperparameters to accuracy"),
@@ -169,5 +168,5 @@ def view_figures(
         }
         for name, figure in parts.items():
             out.figures[f"{key}-{name}-{view.key}"] = figure
-            out.others.append(plot_div(f"{key}-{name}-{view.key}", view.key))
+            out.others.append(Plot(f"{key}-{name}-{view.key}", view.key))
     return out

@@ -1,6 +1,7 @@
 """`analysis/dashboard/page.py`: the self-contained dashboard of a results folder."""
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -81,7 +82,7 @@ def test_best_config_ready_to_copy(dashboard: Path, dashboard_results: Path) -> 
     config = json.loads((dashboard_results / "grid-exp" / "P2I" / "best_config.json").read_text())
     block = re.search(r'<pre id="cfg-e1">(.*?)</pre>', page, re.S)
     assert block is not None
-    assert json.loads(block.group(1).replace("&quot;", '"')) == config
+    assert json.loads(html.unescape(block.group(1))) == config
 
 
 def test_experiment_files_are_never_touched(dashboard_results: Path, dashboard: Path) -> None:
@@ -219,3 +220,33 @@ def test_searches_of_different_budgets_are_labelled_where_they_are_compared(tmp_
     assert "trials planned" not in note and "searched space" not in note  # only what differs
     assert page.count('<span class="budget-max_epochs differs">') == 3
     assert '<span class="budget-max_epochs differs">8 epochs</span>' in page and longer.is_dir()
+
+
+#: Text a user controls, shown as text wherever it appears: an element that would run a script, a tag, quotes, an ampersand.
+EVIL = '<script>document.body.dataset.pwned=1</script><img src=x onerror="this.id=\'pwned\'"> "q" \'s\' A&B'
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_names_and_labels_a_user_controls_are_shown_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task, an experiment name and a metric's label with markup in them: the page holds them escaped
+    (autoescaping, whatever the call site), and a browser shows them as text and runs nothing."""
+    import dataclasses
+
+    from ssot.results import metrics
+
+    folder = write_edge_tpe(tmp_path / "runs" / "exp" / "A2D", task="A2D")
+    meta = json.loads((folder / "experiment.json").read_text())
+    (folder / "experiment.json").write_text(json.dumps({**meta, "task": EVIL, "name": EVIL}))
+    real = metrics.metric
+    monkeypatch.setattr(metrics, "metric", lambda name: dataclasses.replace(real(name), label=EVIL))
+    page = build_dashboard(tmp_path / "runs", images=False, n_boot=0).path
+    text = page.read_text(encoding="utf-8")
+    outside_scripts = re.sub(r"<script\b[^>]*>.*?</script>", "", text, flags=re.S)
+    assert "<img" not in outside_scripts and "<script>window" not in text  # nothing became markup, no script ended early
+    escaped = html.escape(EVIL).replace("&quot;", "&#34;").replace("&#x27;", "&#39;")  # markupsafe's entities
+    assert outside_scripts.count(escaped) >= 4  # the selector, the section's title, the cross-task table, the best-trial line
+    dom, log = open_in_chromium(page, "#view=all", tmp_path / "profile")
+    assert console_lines(log) == []
+    assert "data-pwned" not in dom and 'id="pwned"' not in dom
+    shown = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<(script|style)\b.*?</\1>", "", dom, flags=re.S)))
+    assert shown.count(EVIL) >= 4 and f"best final target_acc (max, {EVIL})" in shown

@@ -82,12 +82,14 @@ def test_feature_map_marks_domains_and_outliers(page: tuple[str, dict]) -> None:
     np.testing.assert_allclose(values(first["x"]), data["xy"][sel, 0])
 
 
-def test_insert_and_empty_section(tmp_path: Path) -> None:
-    assert not paper_section(tmp_path) and PaperSection().insert("<main></main>") == "<main></main>"
+def test_the_page_puts_the_section_in_its_main_part_and_an_empty_one_nowhere(tmp_path: Path) -> None:
+    assert not paper_section(tmp_path) and not PaperSection()
     write_record(tmp_path / "run.json", synthetic_record())  # a --out record directly in the folder
-    section = paper_section(tmp_path)
-    page = section.insert("<main>x</main><script>y</script>")
-    assert page.index("The paper's other analyses") < page.index("</main>") < page.index("<script>y")
+    assert paper_section(tmp_path)
+    page = build_dashboard(tmp_path, images=False, n_boot=0).path.read_text(encoding="utf-8")
+    assert page.count("The paper's other analyses") == 1 and page.count('id="paper-figures"') == 1
+    assert page.index("The paper's other analyses") < page.index('id="paper-figures"') < page.index("</main>")
+    assert "<script type=\"text/javascript\">\nvar FIGURES" in page[page.index("</main>"):]  # the page's own script after it
 
 
 @pytest.mark.slow  # a headless browser
