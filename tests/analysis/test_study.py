@@ -108,3 +108,13 @@ def test_the_cost_table_puts_predicted_beside_measured_per_stage(tmp_path):
     assert table.loc["report", "predicted_s"] == 5.0 and table.loc["report", "measured_s"] == 4.0
     assert table.loc["total", "measured_s"] == 4 * 24.0 + 4.0
     assert list(agreement_table(record)["task"]) == ["P2H", "H2P"]
+
+
+def test_the_index_page_escapes_what_it_shows(tmp_path):
+    from analysis.dashboard.study import study_page
+
+    paths = _study(tmp_path / "a<b>&c")
+    record = read_study(paths.root)
+    record.plan["machine"] = "<script>alert(1)</script>"
+    page = study_page(paths, record)
+    assert "<script>" not in page and "&lt;script&gt;" in page and "Study a&lt;b&gt;&amp;c" in page
