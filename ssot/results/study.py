@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,8 @@ from ssot.errors import ResultsError
 from ssot.results import storage
 from ssot.results.experiment import now
 
-__all__ = ["STUDY_FILE", "FORMAT", "STAGES", "TASK_STAGES", "REPORT_STEPS", "RUNNING", "FINISHED", "StudyPaths",
-           "StudyRecord", "step_key", "read_study", "write_study", "is_study"]
+__all__ = ["STUDY_FILE", "FORMAT", "STAGES", "TASK_STAGES", "REPORT_STEPS", "RUNNING", "FINISHED", "ALL_TASKS", "StudyPaths",
+           "StudyRecord", "step_key", "stage_of", "read_study", "write_study", "is_study", "finite_or_none"]
 
 STUDY_FILE = "study.json"
 #: The record's format version (a record of another version is refused in one line).
@@ -270,7 +270,3 @@ def finite_or_none(value: Any) -> float | None:
         return None
     return number if math.isfinite(number) else None
 
-
-def tasks_done(record: StudyRecord, stage: str, tasks: Iterable[str] | None = None) -> list[str]:
-    """The tasks (of ``tasks``, default the study's) whose ``stage`` is done."""
-    return [t for t in (record.tasks if tasks is None else tasks) if record.done(t, stage)]
