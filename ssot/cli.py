@@ -19,11 +19,13 @@ entry point         module / file                          what it does
 ``ssot-ablation``   ``python tune/ablation.py``            the paper's ablations over seeds
 ``ssot-solvers``    ``python tune/solvers.py``             the OT solvers compared
 ``ssot-transfer``   ``python tune/transfer.py``            each task's best config replayed on every task
+``ssot-study``      ``python tune/study.py``               a whole study: every task screened, confirmed, finalised
 ``ssot-dashboard``  ``python analysis/sensitivity.py``     the sensitivity dashboard
 ``ssot-selection``  ``python analysis/selection.py``       regret of label-free selection
 ``ssot-proxy``      ``python analysis/proxy.py``           how screens rank configs against end-to-end runs
 ``ssot-paper-figures`` ``python analysis/paper_figures.py`` the paper's figures from run records
 ``ssot-atlas``      ``python analysis/atlas.py``           the atlas across tasks: importance, tunability, transfer
+``ssot-study-page`` ``python analysis/study.py``           a study's index page: its outputs, agreement, cost
 ==================  =====================================  ==========================================
 
 Exit statuses (the same for every command)
@@ -88,6 +90,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import typing
@@ -98,7 +101,7 @@ from typing import Any
 from ssot.errors import ConfigError, ExternalError, ResultsError, SSOTError, closest, one_line
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NO_RESULT", "EXIT_EXTERNAL", "EXIT_INTERRUPTED", "exit_status",
-           "run", "command", "runs_status", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
+           "run", "command", "runs_status", "parse_set", "Parser", "HelpFormatter", "shown", "invoked_as", "config_flag",
            "config_default", "add_config_flag", "add_config_flags", "flag_errors", "config_from_args", "add_quiet", "add_seeds",
            "check_seeds", "add_config_file"]
 
@@ -340,6 +343,22 @@ def config_from_args(args: argparse.Namespace) -> Any:
             return SSOTConfig.from_dict({**base, **overrides}, source=f"config file {config_file} with flags")
         task = overrides.pop("task", "digits")
         return SSOTConfig.for_task(task, **overrides)
+
+
+def parse_set(items: Sequence[str]) -> dict[str, object]:
+    """The config fields of ``--set FIELD=VALUE`` flags (each value JSON-parsed, else kept as text);
+    one that is not ``FIELD=VALUE`` is refused in one line. The fields themselves are checked where
+    the config is built (:meth:`ssot.config.SSOTConfig.from_dict`)."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects FIELD=VALUE. Got {item!r} instead.")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
 
 
 def add_quiet(parser: argparse.ArgumentParser | Any, verbose: str = "") -> None:

@@ -91,10 +91,7 @@ def confirm(args: argparse.Namespace) -> int:
         return train_on_ray(jobs, num_cpus=args.num_cpus, address=args.address, cpus_per_run=args.cpus_per_trial,
                             gpus_per_run=args.gpus_per_trial)
 
-    if args.race:
-        records, races = _race(candidates, args, runs)
-    else:
-        records, races = runs([(c, s) for c in candidates for s in args.seeds]), None
+    records, races = confirmation.confirm_candidates(candidates, args.seeds, runs, _rule(args) if args.race else None)
     table = confirmation.confirmation_table(candidates, records, args.seeds, races)
     paths = confirmation.write_confirmation(table, candidates, out)
     print(confirmation.to_markdown(table), end="")
@@ -120,29 +117,6 @@ def _rule(args: argparse.Namespace) -> racing.RaceRule:
         raise ResultsError(f"The '--budget' argument must cover the first round (--top x --first-test = "
                            f"{args.top * args.first_test} runs). Got {budget} instead.")
     return racing.RaceRule(confidence=args.confidence, first_test=args.first_test, budget=budget)
-
-
-def _race(candidates: Sequence[confirmation.Candidate], args: argparse.Namespace, runs) -> tuple[dict, dict]:
-    """Race each experiment's candidates (one :func:`tune.racing.race` per experiment, one Ray
-    batch per round); returns every run record and the race of each experiment."""
-    rule = _rule(args)
-    records: dict = {}
-    races: dict[str, racing.RaceResult] = {}
-    by_experiment: dict[str, list[confirmation.Candidate]] = {}
-    for c in candidates:
-        by_experiment.setdefault(str(c.experiment), []).append(c)
-    for experiment, group in by_experiment.items():
-        by_label = {c.label: c for c in group}
-
-        def evaluate(batch: Sequence[tuple[str, int]], by_label: dict = by_label, metric: str = group[0].metric) -> dict:
-            got = runs([(by_label[label], s) for label, s in batch])
-            records.update(got)
-            return {key: confirmation.run_value(record, metric) for key, record in got.items()}
-
-        races[experiment] = result = racing.race(evaluate, list(by_label), args.seeds, group[0].mode, rule)
-        print(f"{group[0].task}: race {result.stop} after {result.runs} runs; pick {by_label[result.pick].trial_id} "
-              f"(P(best) = {result.p_best:.2f})")
-    return records, races
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,7 @@ often it stays the best when the seeds are resampled.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,8 +56,9 @@ from tune import racing
 from tune.export import read_candidates
 from tune.outputs import trial_config
 
-__all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "run_path",
-           "run_value", "race_outcome", "confirmation_table", "to_markdown", "output_paths", "write_confirmation"]
+__all__ = ["CSV_NAME", "MARKDOWN_NAME", "RUNS_DIR", "COLUMNS", "Candidate", "top_candidates", "on_images", "run_path",
+           "run_value", "confirm_candidates", "race_outcome", "confirmation_table", "to_markdown", "output_paths",
+           "write_confirmation"]
 
 CSV_NAME, MARKDOWN_NAME, RUNS_DIR = "confirmation.csv", "confirmation.md", "runs"
 
@@ -110,6 +112,19 @@ def top_candidates(experiment: Experiment | str | Path, top: int) -> list[Candid
             for i, (_, row) in enumerate(ranked.iterrows())]
 
 
+def on_images(candidates: Sequence[Candidate], base: SSOTConfig) -> list[Candidate]:
+    """The candidates of a screen (a search on a feature cache) as runs on images: each one's
+    searched values (its ``params``) and seed on ``base``, the config of the task's runs on images
+    (its backbone, schedule, pretraining). Confirmation then fine-tunes what the screen ranked on
+    frozen features; its table and ``<task>.json`` hold the image configs."""
+    out = []
+    for c in candidates:
+        if c.task != base.task:
+            raise ResultsError(f"A candidate of task {c.task!r} cannot run on the images of task {base.task!r}.")
+        out.append(dataclasses.replace(c, config=base.replace(**{k: getattr(c.config, k) for k in c.params}, seed=c.config.seed)))
+    return out
+
+
 def gather_candidates(results_dir: str | Path, top: int, warn: Callable[[str], None]) -> list[Candidate]:
     """:func:`top_candidates` of every finished experiment under ``results_dir`` (a folder or a
     URI such as ``s3://bucket/prefix``, read as the export reads it, :func:`tune.export.read_candidates`).
@@ -157,6 +172,41 @@ def run_path(out_dir: str | Path, task: str, trial_id: str, seed: int) -> Path:
 def run_value(record: Mapping[str, Any] | RunRecord, metric_name: str) -> float:
     """A run's value under ``metric_name``: :meth:`ssot.results.record.RunRecord.score`."""
     return RunRecord.from_dict(record).score(metric_name)
+
+
+#: ``[(candidate, seed), ...] -> {(candidate.label, seed): run record}``: trains (or reuses) a batch of runs.
+Runs = Callable[[Sequence[tuple[Candidate, int]]], Mapping[tuple[str, int], Any]]
+
+
+def confirm_candidates(candidates: Sequence[Candidate], seeds: Sequence[int], runs: Runs,
+                       rule: racing.RaceRule | None = None,
+                       log: Callable[[str], None] = print) -> tuple[dict[tuple[str, int], Any], dict[str, racing.RaceResult] | None]:
+    """Run the confirmation of ``candidates``: every candidate on every seed in one batch of
+    ``runs``, or with ``rule`` a race per experiment (:func:`tune.racing.race`, one batch per round).
+
+    Returns every run record by ``(candidate.label, seed)`` and, for a race, the
+    :class:`tune.racing.RaceResult` of each experiment (``str(candidate.experiment)``), as
+    :func:`confirmation_table` takes them.
+    """
+    if rule is None:
+        return dict(runs([(c, s) for c in candidates for s in seeds])), None
+    records: dict[tuple[str, int], Any] = {}
+    races: dict[str, racing.RaceResult] = {}
+    by_experiment: dict[str, list[Candidate]] = {}
+    for c in candidates:
+        by_experiment.setdefault(str(c.experiment), []).append(c)
+    for experiment, group in by_experiment.items():
+        by_label = {c.label: c for c in group}
+
+        def evaluate(batch: Sequence[tuple[str, int]], by_label: dict = by_label, metric: str = group[0].metric) -> dict:
+            got = runs([(by_label[label], s) for label, s in batch])
+            records.update(got)
+            return {key: run_value(record, metric) for key, record in got.items()}
+
+        races[experiment] = result = racing.race(evaluate, list(by_label), seeds, group[0].mode, rule)
+        log(f"{group[0].task}: race {result.stop} after {result.runs} runs; pick {by_label[result.pick].trial_id} "
+            f"(P(best) = {result.p_best:.2f})")
+    return records, races
 
 
 def race_outcome(result: racing.RaceResult, label: str) -> str:

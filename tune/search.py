@@ -136,19 +136,6 @@ def _resources(text: str) -> dict[str, float]:
     return value
 
 
-def _parse_set(items: list[str]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set expects FIELD=VALUE. Got {item!r} instead.")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
-
-
 def _space(args: argparse.Namespace) -> spaces.Space:
     """The space of the flags (a grid's fixed values, or the sampled ranges and widths), refused
     naming the flag."""
@@ -177,7 +164,7 @@ def _space(args: argparse.Namespace) -> spaces.Space:
 
 def options_for(args: argparse.Namespace, task: str, name: str | None) -> SearchOptions:
     """The options of the search of ``task`` that the flags ask for."""
-    base = _parse_set(args.set)
+    base = cli.parse_set(args.set)
     for field in ("epochs", "data_root", "features_path", "image_cache"):
         if getattr(args, field) is not None:
             base[field] = getattr(args, field)

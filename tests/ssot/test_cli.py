@@ -315,7 +315,8 @@ def test_every_command_has_an_entry_point_to_its_main():
     scripts = _scripts()
     assert set(scripts) == {"ssot-train", "ssot-features", "ssot-feature-maps", "ssot-data", "ssot-search", "ssot-export",
                             "ssot-confirm", "ssot-final", "ssot-ablation", "ssot-solvers", "ssot-dashboard",
-                            "ssot-selection", "ssot-proxy", "ssot-paper-figures", "ssot-transfer", "ssot-atlas"}
+                            "ssot-selection", "ssot-proxy", "ssot-paper-figures", "ssot-transfer", "ssot-atlas", "ssot-study",
+                            "ssot-study-page"}
     for name, target in scripts.items():
         module, _, function = target.partition(":")
         assert callable(getattr(importlib.import_module(module), function)), name
@@ -325,7 +326,7 @@ def test_every_command_has_an_entry_point_to_its_main():
     ["-m", "ssot.train"], ["-m", "ssot.features"], ["-m", "ssot.feature_maps"], ["-m", "ssot.data"],
     ["tune/search.py"], ["tune/export.py"], ["tune/confirm.py"], ["tune/final.py"], ["tune/ablation.py"], ["tune/solvers.py"],
     ["tune/transfer.py"], ["analysis/sensitivity.py"], ["analysis/selection.py"], ["analysis/proxy.py"],
-    ["analysis/paper_figures.py"], ["analysis/atlas.py"],
+    ["analysis/paper_figures.py"], ["analysis/atlas.py"], ["tune/study.py"], ["analysis/study.py"],
 ])
 def test_every_command_runs_as_a_module_or_a_file(command, tmp_path):
     """From another folder, without PYTHONPATH: the file forms find the project through the one
