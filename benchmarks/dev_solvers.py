@@ -20,6 +20,14 @@ and the target features. On each of these problems it prints how far DEV's batch
 
 and the time of every member's DEV at once (one call, as the evaluation makes it) against the
 L-BFGS reference member by member, timed alternately. The load average is printed beside it.
+
+**The warm start** (:data:`ssot.validators.DEV_WARM_STEPS`): from the second epoch on, the
+evaluation solves every member's DEV from its classifiers of the epoch before
+(:class:`ssot.validators.DevStart`). On each such problem (the member's features of epoch e and
+its classifiers of epoch e - 1, as the population's evaluation carried them) it prints how far
+each warm schedule of ``--warm`` lies from the optimum (40 fresh Newton steps per penalty from
+zero) beside the cold schedule's gap, and its DEV's gap to the per-fit L-BFGS; then the time per
+member of the cold and of the warm solve of the last epoch's members, timed alternately in one run.
 """
 from __future__ import annotations
 
@@ -35,29 +43,49 @@ from _shared import alternated, device_name, load  # noqa: E402
 from population import random_configs  # noqa: E402
 
 
-def problems(configs: list[Any], task: Any) -> list[tuple[Any, Any, Any]]:
+def problems(configs: list[Any], task: Any) -> list[tuple[Any, Any, Any, Any]]:
     """Every member's DEV inputs at every epoch of their population: (source features, source
-    losses, target features), one member each, on the population's device."""
+    losses, target features, the member's classifiers of the epoch before or ``None``), one member
+    each, on the population's device (the evaluation's :func:`ssot.validators.domain_fit`, then
+    :func:`ssot.validators.dev_risk` of its weights)."""
     from ssot import validators as V
     from ssot.population import Population
 
-    kept: list[tuple[Any, Any, Any]] = []
-    original = V.dev
+    kept: list[Any] = []
+    fit, risk = V.domain_fit, V.dev_risk
 
-    def spy(feats_source: Any, losses: Any, feats_target: Any) -> Any:
+    def spy_fit(feats_source: Any, feats_target: Any, *, start: Any = None, **kwargs: Any) -> Any:
         for p in range(feats_source.shape[0]):
-            kept.append((feats_source[p].detach().clone(), losses[p].detach().clone(), feats_target[p].detach().clone()))
-        return original(feats_source, losses, feats_target)
+            usable = start is not None and start.usable[p]
+            kept.append([feats_source[p].detach().clone(), None, feats_target[p].detach().clone(),
+                         start.classifiers[p].clone() if usable else None])
+        return fit(feats_source, feats_target, start=start, **kwargs)
 
-    V.dev = spy  # type: ignore[assignment]
+    def spy_risk(weights: Any, losses: Any) -> Any:
+        for p in range(losses.shape[0]):
+            kept[len(kept) - losses.shape[0] + p][1] = losses[p].detach().clone()
+        return risk(weights, losses)
+
+    V.domain_fit, V.dev_risk = spy_fit, spy_risk
     try:
         population = Population(configs, task, workers=1)
         population.pretrain()
         kept.clear()  # the host's source-only evaluation is no member's
         population.fit()
     finally:
-        V.dev = original
-    return kept
+        V.domain_fit, V.dev_risk = fit, risk
+    return [tuple(k) for k in kept]
+
+
+def warm_schedules(text: str) -> list[tuple[int, int]]:
+    """``--warm`` ``4/1,2/1``: warm schedules ``(steps, fresh)``."""
+    out = []
+    for part in text.split(","):
+        steps, fresh = (int(v) for v in part.split("/"))
+        if not 1 <= fresh <= steps:
+            raise ValueError(f"--warm {part!r}: STEPS/FRESH with 1 <= FRESH <= STEPS")
+        out.append((steps, fresh))
+    return out
 
 
 def skada_dev(feats_source: Any, losses: Any, feats_target: Any) -> float:
@@ -102,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=3, help="adaptation epochs (default 3)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the population trains and DEV is solved")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, alternated (default 3)")
+    parser.add_argument("--warm", default="2/1,3/1,4/1,4/2,6/2",
+                        help="warm schedules STEPS/FRESH per penalty to measure, comma-separated (default 2/1,3/1,4/1,4/2,6/2)")
+    parser.add_argument("--skip-references", action="store_true", help="skip the cold schedule's L-BFGS and skada comparisons")
     args = parser.parse_args(argv)
+    schedules = warm_schedules(args.warm)
     import numpy as np
     import torch
     from scipy import stats
@@ -125,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.task}: {args.configs} random configs x {args.epochs} epochs = {len(kept)} DEV problems of {fs.shape[0]} source and "
           f"{ft.shape[0]} target features of {fs.shape[1]} dims; DEV_STEPS {V.DEV_STEPS}", flush=True)
     rows: dict[str, list[float]] = {k: [] for k in ("optimum", "lbfgs_w", "lbfgs_dev", "skada_dev", "ours", "lbfgs", "skada")}
-    for feats_source, losses, feats_target in kept:
+    for feats_source, losses, feats_target, _ in ([] if args.skip_references else kept):
         ours = V.domain_weights(feats_source, feats_target)
         tight = V.domain_weights(feats_source, feats_target, steps=((40, 40), (40, 40)))
         theirs = dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()).to(ours.device)
@@ -136,18 +168,52 @@ def main(argv: list[str] | None = None) -> int:
         rows["lbfgs_dev"].append(abs(dev_ours - dev_theirs) / abs(dev_theirs))
         rows["skada_dev"].append(abs(dev_ours - dev_skada) / abs(dev_skada))
         rows["ours"].append(dev_ours); rows["lbfgs"].append(dev_theirs); rows["skada"].append(dev_skada)
-    worst = {k: max(v) for k, v in rows.items()}
-    median = {k: float(np.median(v)) for k, v in rows.items()}
+    worst = {k: max(v, default=float("nan")) for k, v in rows.items()}
+    median = {k: float(np.median(v)) if v else float("nan") for k, v in rows.items()}
     print(f"  the schedule's error (largest relative weight gap to 40 fresh Newton steps per penalty): max {worst['optimum']:.1e}, "
           f"median {median['optimum']:.1e}")
     print(f"  against the per-fit L-BFGS: weights max {worst['lbfgs_w']:.1e} (median {median['lbfgs_w']:.1e}) relative; "
           f"DEV max {worst['lbfgs_dev']:.1e} (median {median['lbfgs_dev']:.1e}); Spearman over the problems "
           f"{stats.spearmanr(rows['ours'], rows['lbfgs'])[0]:.4f}")
     print(f"  against skada's DEV (its own protocol): DEV max {worst['skada_dev']:.2f} (median {median['skada_dev']:.2f}) relative; "
-          f"Spearman over the problems {stats.spearmanr(rows['ours'], rows['skada'])[0]:.3f}", flush=True)
+          f"Spearman over the problems {stats.spearmanr(rows['ours'], rows['skada'])[0]:.3f}" if rows["ours"] else "", flush=True)
+    warm_problems = [k for k in kept if k[3] is not None]
+    print(f"warm starts: {len(warm_problems)} problems (a member's features of epoch e, its classifiers of epoch e - 1); "
+          f"the largest relative weight gap to 40 fresh Newton steps per penalty from zero, max (median); DEV's gap to the per-fit L-BFGS", flush=True)
+    gaps: dict[Any, list[float]] = {s: [] for s in ["cold", *schedules]}
+    dev_gaps: dict[Any, list[float]] = {s: [] for s in ["cold", *schedules]}
+    for feats_source, losses, feats_target, start in warm_problems:
+        tight = V.domain_weights(feats_source, feats_target, steps=((40, 40), (40, 40)))
+        lbfgs = float(V.dev_risk(dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()).to(tight.device), losses))
+        for schedule in gaps:
+            begin = None if schedule == "cold" else V.DevStart(start[None], [True])
+            w = V.domain_fit(feats_source[None], feats_target[None], start=begin,
+                             warm_steps=V.DEV_WARM_STEPS if schedule == "cold" else schedule).weights[0]
+            gaps[schedule].append(float(((w - tight).abs() / tight).max()))
+            dev_gaps[schedule].append(abs(float(V.dev_risk(w, losses)) - lbfgs) / abs(lbfgs))
+    for schedule in gaps:
+        name = f"cold {V.DEV_STEPS}" if schedule == "cold" else f"warm {schedule}" + (" (DEV_WARM_STEPS)" if schedule == V.DEV_WARM_STEPS else "")
+        middle = float(np.median(gaps[schedule])) if gaps[schedule] else float("nan")
+        print(f"  {name:32s} weights {max(gaps[schedule], default=float('nan')):.1e} ({middle:.1e}); "
+              f"DEV against L-BFGS {max(dev_gaps[schedule], default=float('nan')):.1e}", flush=True)
     members = args.configs
     last = kept[-members:] if len(kept) >= members else kept
     stack = [torch.stack([k[i] for k in last]) for i in range(3)]
+    if all(k[3] is not None for k in last):
+        starts = V.DevStart(torch.stack([k[3] for k in last]), [True] * len(last))
+        sync_ = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+
+        def cold() -> None:
+            V.domain_fit(stack[0], stack[2])
+            sync_()
+
+        def warm() -> None:
+            V.domain_fit(stack[0], stack[2], start=starts)
+            sync_()
+
+        cold_s, warm_s = alternated(cold, warm, args.rounds, args.device)
+        print(f"  time of {len(last)} members' DEV classifiers: cold {cold_s:.3f} s ({1e3 * cold_s / len(last):.1f} ms a member), "
+              f"warm {V.DEV_WARM_STEPS} {warm_s:.3f} s ({1e3 * warm_s / len(last):.1f} ms a member): {cold_s / warm_s:.2f}x; {load()}", flush=True)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
     def batched() -> None:
@@ -155,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         sync()
 
     def reference() -> None:
-        for feats_source, losses, feats_target in last:
+        for feats_source, losses, feats_target, _ in last:
             float(V.dev_risk(dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()), losses.cpu()))
 
     reference_s, batched_s = alternated(reference, batched, args.rounds, args.device)

@@ -189,6 +189,8 @@ class Evaluation:
 
     task: TaskData
     columns: dict[str, Tensor]
+    #: Every member's DEV domain classifiers, the warm start of its next evaluation: set by :meth:`read`.
+    dev_start: V.DevStart | None = None
 
     @property
     def p_t(self) -> Tensor:
@@ -198,15 +200,19 @@ class Evaluation:
     def read(self, class_weights: Tensor) -> list[tuple[dict[str, Any], list[int]]]:
         """Every member's record fields (:data:`FIELDS`, then ``class_weights``, ``[P, K]``: the
         weights set from :attr:`p_t`) and target predictions (small ints, for the post-hoc EnsV
-        selector), from one host read of the whole table."""
+        selector), from one host read of the whole table; with it whether each member's DEV
+        classifiers are usable as the warm start of its next evaluation (:attr:`dev_start`)."""
         cols = self.columns
+        classifiers = cols["dev_classifiers"]
         parts = [torch.stack([cols[name].double() for name in _SCALARS], -1), cols["per_class_acc"].double(),
-                 class_weights.double(), cols["target_pred"].double()]
+                 class_weights.double(), cols["target_pred"].double(),
+                 torch.isfinite(classifiers.flatten(1)).all(-1).double()[:, None]]
         widths = [p.shape[-1] for p in parts]
         names, classes = self.task.class_names, self.task.target_classes
-        out = []
+        out, usable = [], []
         for row in torch.cat(parts, -1).tolist():  # the one host read of the epoch
-            scalars, per_class, weights, predictions = _split(row, widths)
+            scalars, per_class, weights, predictions, (finite,) = _split(row, widths)
+            usable.append(finite == 1.0)
             values = dict(zip(_SCALARS, scalars))
             labeled = bool(values.pop("labeled"))
             metrics: dict[str, Any] = {name: values.get(name) for name in FIELDS}
@@ -215,6 +221,7 @@ class Evaluation:
             metrics["n_pred_classes"] = int(values["n_pred_classes"])
             metrics["class_weights"] = weights
             out.append((metrics, [int(v) for v in predictions]))
+        self.dev_start = V.DevStart(classifiers, usable)
         return out
 
 
@@ -226,25 +233,29 @@ def _split(row: list[float], widths: list[int]) -> list[list[float]]:
     return out
 
 
-def evaluate(model: Model, source: Dataset) -> Evaluation:
+def evaluate(model: Model, source: Dataset, dev_start: V.DevStart | None = None) -> Evaluation:
     """Every member's evaluation of an epoch: one pass over the target set (with MixVal's mixed
     pairs) and one over the evaluation source ``source``, each batch through every member at once
     (:func:`collect_stack`), then every member's scores at once (:func:`member_scores`; on a CPU
-    member by member, module docstring). Nothing is read on the host: :meth:`Evaluation.read`
-    reads the table once."""
+    member by member, module docstring). ``dev_start``: the members' DEV classifiers of their
+    previous evaluation (:attr:`Evaluation.dev_start`), DEV's warm start. Nothing is read on the
+    host: :meth:`Evaluation.read` reads the table once."""
     target = collect_stack(model, model.task.target_eval, mix=True)
     sources = collect_stack(model, source)
     if target.probs.device.type != "cpu":
-        return Evaluation(model.task, member_scores(model.task, target, sources))
-    parts = [member_scores(model.task, target.rows(p), sources.rows(p)) for p in range(target.probs.shape[0])]
+        return Evaluation(model.task, member_scores(model.task, target, sources, dev_start))
+    parts = [member_scores(model.task, target.rows(p), sources.rows(p), None if dev_start is None else dev_start.rows([p]))
+             for p in range(target.probs.shape[0])]
     return Evaluation(model.task, {name: torch.cat([part[name] for part in parts]) for name in parts[0]})
 
 
-def member_scores(task: TaskData, target: Pass, source: Pass) -> dict[str, Tensor]:
+def member_scores(task: TaskData, target: Pass, source: Pass, dev_start: V.DevStart | None = None) -> dict[str, Tensor]:
     """Every score of every member of a stack, ``[P, ...]`` on its device: the record's fields
     (:data:`FIELDS`; ``per_class_acc`` ``[P, C]`` over the task's target classes, NaN for a class
-    without samples), ``p_t`` ``[P, K]``, ``target_pred`` ``[P, N]`` and ``labeled`` (whether every
-    target label is known). Each member's scores are a function of its own slices only."""
+    without samples), ``p_t`` ``[P, K]``, ``target_pred`` ``[P, N]``, ``labeled`` (whether every
+    target label is known) and ``dev_classifiers`` (DEV's domain classifiers, warm-started from
+    ``dev_start``: :func:`ssot.validators.domain_fit`). Each member's scores are a function of its
+    own slices (and start) only."""
     pt, labels, device = target.probs, target.labels, target.probs.device
     pred = pt.argmax(-1)
     p_t = pt.mean(-2)
@@ -253,13 +264,14 @@ def member_scores(task: TaskData, target: Pass, source: Pass) -> dict[str, Tenso
     of_class = labels[:, None] == classes  # [N, C]
     hits = ((pred[..., None] == classes) & of_class).sum(-2).double()
     outliers = torch.tensor(task.outlier_classes, dtype=torch.long, device=device)
+    fit = V.domain_fit(source.feats, target.feats, start=dev_start)
     src_loss = -torch.log(source.probs.clamp_min(1e-12)).gather(-1, source.labels.expand(members, -1)[..., None])[..., 0]
     scores = {
         "target_acc": (pred == labels).double().mean(-1),
         "per_class_acc": hits / of_class.sum(0).double(),
         "source_acc": (source.probs.argmax(-1) == source.labels).double().mean(-1),
         "entropy": V.entropy(pt), "snd": V.snd(pt), "im": V.im(pt), "im_pda": V.im_pda(pt),
-        "dev": V.dev(source.feats, src_loss, target.feats),
+        "dev": V.dev_risk(fit.weights, src_loss), "dev_classifiers": fit.classifiers,
         **V.mixval(target.mix if target.mix is not None else pt.new_zeros(members, 4)),
         "outlier_mass": p_t[:, outliers].sum(-1).double(),
         "n_pred_classes": pt.new_zeros(pt.shape[0], pt.shape[-1]).scatter_(-1, pred, 1.0).sum(-1),

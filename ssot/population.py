@@ -54,6 +54,7 @@ import torch
 from torch import Tensor, nn
 
 from ssot import evaluation, method, shards
+from ssot import validators as V
 from ssot.config import SSOTConfig
 from ssot.data import TaskData, build_task
 from ssot.errors import ConfigError, DivergedError
@@ -145,6 +146,9 @@ class Stack:
         self.lambda_ot, self.lambda_ent, self.eps = values["lambda_ot"], values["lambda_ent"], values["eps"]
         self.p_t = torch.stack([s["p_t"] for s in states]).to(dev)
         self.m = torch.stack([s["m"] for s in states]).to(dev)
+        devs = [s["dev"] for s in states if s.get("dev") is not None]  # DEV's classifiers of the last epoch: the next one's start
+        self.dev_start = (V.DevStart(torch.stack(devs).to(dev), [bool(s["dev_usable"]) for s in states])
+                          if len(devs) == n and len({tuple(d.shape) for d in devs}) == 1 else None)  # none before the first epoch
         lr, lr_g = (torch.tensor([getattr(c, k) for c in self.configs], dtype=torch.float64) for k in ("lr", "lr_g"))
         self.opt_fe = StackedAdam(self.head.params, [lr] * len(self.head.params), weight_decay=self.config.weight_decay)
         self.opt_fe.load_state_dict(self._adam_state(states, "head", [lr] * len(self.head.params)))
@@ -175,7 +179,9 @@ class Stack:
                 "head": [t.detach() for t in self.head.params], "g": {w: [t.detach() for t in ps] for w, ps in self.potentials.groups.items()},
                 **{f"{part}_adam": {"exp_avg": opt.exp_avg, "exp_avg_sq": opt.exp_avg_sq, "steps": opt.steps}
                    for part, opt in (("head", self.opt_fe), ("g", self.opt_g))},
-                "p_t": self.p_t, "m": self.m}
+                "p_t": self.p_t, "m": self.m,
+                "dev": None if self.dev_start is None else self.dev_start.classifiers.detach(),
+                "dev_usable": None if self.dev_start is None else list(self.dev_start.usable)}
 
     # ------------------------------------------------------------------ ssot.method.Members
     @property
@@ -228,10 +234,11 @@ class Stack:
         train_s = time.perf_counter() - start
         out: dict[int, dict[str, Any]] = {index: {"diverged": reason} for index, reason in self.ended.items()}
         if self.indices:
-            found = evaluation.evaluate(self, self.host.source_eval_subset)
+            found = evaluation.evaluate(self, self.host.source_eval_subset, self.dev_start)
             self._set_class_weights(found.p_t)
             for p, (index, (metrics, pred)) in enumerate(zip(self.indices, found.read(self.m))):  # one host read
                 out[index] = {"epoch": {"epoch": epoch, **losses[p], **metrics}, "target_pred": pred}
+            self.dev_start = found.dev_start
         return {**out, "timing": {"train_s": train_s, "eval_s": time.perf_counter() - start - train_s}}  # type: ignore[dict-item]
 
     def keep(self, indices: Sequence[int]) -> None:
@@ -246,6 +253,8 @@ class Stack:
         self.opt_g.select(self.potentials.parameters(), rows)
         for name in STACKED_VALUES:
             setattr(self, name, getattr(self, name)[index])
+        if self.dev_start is not None:
+            self.dev_start = self.dev_start.rows(positions)
         self.solver.eps = self.eps
         self.indices = [self.indices[p] for p in positions]
         self.configs = [self.configs[p] for p in positions]
@@ -263,7 +272,9 @@ def member_states(state: dict[str, Any]) -> dict[int, dict[str, Any]]:
                                     "steps": state["head_adam"]["steps"]},
                       "g_adam": {**{key: [state["g_adam"][key][4 * k + i][row] for i in range(4)] for key in ("exp_avg", "exp_avg_sq")},
                                  "steps": state["g_adam"]["steps"]},
-                      "p_t": state["p_t"][p], "m": state["m"][p]}
+                      "p_t": state["p_t"][p], "m": state["m"][p],
+                      "dev": None if state.get("dev") is None else state["dev"][p],
+                      "dev_usable": None if state.get("dev_usable") is None else state["dev_usable"][p]}
     return out
 
 

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset, Subset
 
 from ssot import evaluation, method, ot
+from ssot import validators as V
 from ssot.batches import Batches
 from ssot.config import PRETRAINING_FIELDS, SSOTConfig
 from ssot.data import TaskData, build_task
@@ -118,6 +119,7 @@ class Trainer:
         self.opt_g = torch.optim.Adam(self.g.parameters(), lr=config.lr_g)
         self.solver = build_solver(config, self.g, self.opt_g, num_samples(self.task.target), self.device)
         self.epoch = 0
+        self.dev_start: V.DevStart | None = None  # DEV's classifiers of the last adaptation epoch: the next one's warm start
         self.record: dict[str, Any] = {
             "config": config.to_dict(),
             "task": {"name": self.task.name, "num_classes": K, "class_names": self.task.class_names,
@@ -205,12 +207,14 @@ class Trainer:
         """Target accuracy (overall, per class), ``p_t`` statistics and every label-free validator
         (:func:`ssot.evaluation.evaluate`); the target's argmax predictions go to ``record["target_pred"]``.
 
-        Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate).
+        Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate), and
+        keeps DEV's domain classifiers as the warm start of the next evaluation (:attr:`dev_start`).
         """
-        found = evaluation.evaluate(self, self.source_eval_subset)
+        found = evaluation.evaluate(self, self.source_eval_subset, self.dev_start)
         self._set_class_weights(found.p_t[0])
         ((metrics, pred),) = found.read(self.m[None])  # the one host read of the evaluation
         self.record["target_pred"] = pred
+        self.dev_start = found.dev_start
         return metrics
 
     # ------------------------------------------------------------------ pretraining
@@ -237,6 +241,7 @@ class Trainer:
                         raise DivergedError(reason)
                     checked = it + 1
         metrics = self.evaluate()
+        self.dev_start = None  # adaptation's first DEV starts cold, as after a shared pretrained model (load_pretrained)
         self.record["source_only"] = metrics
         self.record["source_only_target_acc"] = metrics["target_acc"]
         return metrics
@@ -358,6 +363,7 @@ class Trainer:
             "opt_fe": self.opt_fe.state_dict(), "opt_g": self.opt_g.state_dict(),
             "p_t": self.p_t.cpu(), "epoch": self.epoch, "record": json.dumps(self.record),
             "torch_rng": torch.get_rng_state(), "solver": self.solver.state_dict(),
+            **V.DevStart.entries(self.dev_start),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -368,6 +374,7 @@ class Trainer:
         self.record = json.loads(state["record"]) if isinstance(state["record"], str) else state["record"]
         torch.set_rng_state(state["torch_rng"])
         self.solver.load_state_dict(state.get("solver", {}))
+        self.dev_start = V.DevStart.from_entries(state, self.device)
 
 
 def seed_everything(seed: int) -> None:

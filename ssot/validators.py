@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -56,6 +58,11 @@ DEV_L2 = (0.3, 0.1, 0.03)
 #: the host to stop early; measured to reach the optimum to the float64 rounding of the gradient,
 #: :func:`domain_weights`).
 DEV_STEPS = ((12, 6), (9, 3))
+#: Newton steps of DEV's domain classifiers at each penalty from the member's classifiers of its
+#: previous evaluation (:class:`DevStart`), ``(steps, fresh)`` as in :data:`DEV_STEPS`: measured on
+#: consecutive epochs of P2H population members to reach the optimum as closely as the cold
+#: schedule (docs/screening.md, ``benchmarks/dev_solvers.py``).
+DEV_WARM_STEPS = (10, 2)
 #: Members of a stack whose DEV is solved at once on a GPU: about this many float64 elements of
 #: their standardised features (256 MB), one member at least.
 DEV_CHUNK_ELEMENTS = 1 << 25
@@ -276,23 +283,107 @@ def domain_weights(feats_source: Tensor, feats_target: Tensor, *, folds: int = D
     gradient of about 5e-6) to that solver's tolerance: weights within 2e-3 relative, DEV within
     1e-4 (``tests/ssot/test_validators.py``, ``benchmarks/dev_weights.py``).
     """
+    return domain_fit(feats_source, feats_target, folds=folds, l2=l2, seed=seed, steps=steps).weights
+
+
+class DomainFit(NamedTuple):
+    """:func:`domain_fit`'s result: the importance weights ``[..., ns]`` and the domain
+    classifiers they come from, ``[..., len(l2), k, d + 1]`` float64 (penalties strongest first,
+    folds, the standardised features' coefficients then the intercept): the warm start of the
+    member's next evaluation (:class:`DevStart`)."""
+
+    weights: Tensor
+    classifiers: Tensor
+
+
+@dataclass
+class DevStart:
+    """Every member's domain classifiers of its previous evaluation (:attr:`DomainFit.classifiers`,
+    ``[P, len(l2), k, d + 1]``), the warm start of its next DEV (:func:`domain_fit`), and whether
+    each member's are usable (all finite: ``usable``, read on the host with the epoch's table,
+    :meth:`ssot.evaluation.Evaluation.read`, so that choosing a schedule reads nothing). Owned by
+    whoever owns the member's training state (a run's :class:`ssot.trainer.Trainer`, a population's
+    :class:`ssot.population.Stack`) and saved in its checkpoints."""
+
+    classifiers: Tensor
+    usable: list[bool]
+
+    @staticmethod
+    def entries(start: DevStart | None) -> dict[str, Any]:
+        """A start as a checkpoint's entries (tensors and plain types: ``torch.load(weights_only=True)``):
+        ``dev`` (the classifiers, on the CPU) and ``dev_usable``; none without a start."""
+        return {} if start is None else {"dev": start.classifiers.cpu(), "dev_usable": [bool(u) for u in start.usable]}
+
+    @classmethod
+    def from_entries(cls, state: dict[str, Any], device: torch.device | str = "cpu") -> DevStart | None:
+        """The start of a checkpoint's :meth:`entries` on ``device``; ``None`` without them (a
+        checkpoint of before the first adaptation epoch, or of before the warm start)."""
+        if state.get("dev") is None:
+            return None
+        return cls(state["dev"].to(device), [bool(u) for u in state["dev_usable"]])
+
+    def rows(self, index: Sequence[int]) -> DevStart:
+        """The members at these positions (host indices: no read)."""
+        return DevStart(self.classifiers[torch.tensor(list(index), dtype=torch.long, device=self.classifiers.device)],
+                        [self.usable[i] for i in index])
+
+
+def domain_fit(feats_source: Tensor, feats_target: Tensor, *, start: DevStart | None = None, folds: int = DEV_FOLDS,
+               l2: Sequence[float] = DEV_L2, seed: int = 0, steps: tuple[tuple[int, int], tuple[int, int]] = DEV_STEPS,
+               warm_steps: tuple[int, int] = DEV_WARM_STEPS, at_once: bool | None = None) -> DomainFit:
+    """:func:`domain_weights` and the classifiers they come from (:class:`DomainFit`), every member
+    of a stack at once (features ``[P, ns, d]`` and ``[P, nt, d]``, or one member without the
+    member dimension).
+
+    With ``start`` (the members' classifiers of their previous evaluation, :class:`DevStart`) a
+    member whose start is usable (the shape of this problem, every value finite) is solved from it
+    by ``warm_steps`` Newton steps at each penalty, each penalty from its own previous solution
+    (:data:`DEV_WARM_STEPS`); the others (and every member when ``start`` is ``None`` or of another
+    shape) by the cold schedule ``steps`` from zero. The choice is made on the host from shapes and
+    ``start.usable``: nothing is read. A member's result is a function of its own features and
+    start only: on a CPU exactly (``at_once`` false, the default there: member by member), on a GPU
+    up to the rounding of batched products (``at_once`` true, the default there: the warm members
+    in chunks of :data:`DEV_CHUNK_ELEMENTS`, then the cold ones).
+    """
     if not l2:
-        raise ValueError("domain_weights: l2 holds no penalty")
+        raise ValueError("domain_fit: l2 holds no penalty")
     batch, (ns, d), nt = feats_source.shape[:-2], feats_source.shape[-2:], feats_target.shape[-2]
+    shape = (len(l2), max(1, min(folds, ns, nt)), d + 1)
+    warm = start is not None and tuple(start.classifiers.shape) == (math.prod(batch), *shape) and len(start.usable) == math.prod(batch)
+
+    def solve(fs: Tensor, ft: Tensor, begin: Tensor | None) -> tuple[Tensor, Tensor]:
+        return _domain_weights(fs, ft, folds, tuple(l2), seed, steps if begin is None else (warm_steps, warm_steps), begin)
+
     if not batch:
-        return _domain_weights(feats_source, feats_target, folds, tuple(l2), seed, steps)
+        begin = start.classifiers[0] if warm and start is not None and start.usable[0] else None
+        return DomainFit(*solve(feats_source, feats_target, begin))
     fs, ft = feats_source.reshape(-1, ns, d), feats_target.reshape(-1, nt, d)
-    if fs.device.type == "cpu":  # member by member (matrix products: a member's bits whatever the stack)
-        return torch.stack([_domain_weights(a, b, folds, tuple(l2), seed, steps) for a, b in zip(fs, ft)]).view(*batch, ns)
-    members = max(1, DEV_CHUNK_ELEMENTS // ((ns + nt) * (d + 1)))
-    return torch.cat([_domain_weights(fs[i:i + members], ft[i:i + members], folds, tuple(l2), seed, steps)
-                      for i in range(0, fs.shape[0], members)]).view(*batch, ns)
+    members = fs.shape[0]
+    usable = [warm and start is not None and start.usable[i] for i in range(members)]
+    if not (fs.device.type != "cpu" if at_once is None else at_once):  # member by member (matrix products: a member's bits whatever the stack)
+        solved = [solve(fs[i], ft[i], start.classifiers[i] if usable[i] and start is not None else None) for i in range(members)]
+        weights, classifiers = torch.stack([w for w, _ in solved]), torch.stack([c for _, c in solved])
+    else:  # the warm members and the cold ones, each group in chunks of DEV_CHUNK_ELEMENTS
+        weights = fs.new_empty(members, ns, dtype=torch.float64)
+        classifiers = fs.new_empty(members, *shape, dtype=torch.float64)
+        chunk = max(1, DEV_CHUNK_ELEMENTS // ((ns + nt) * (d + 1)))
+        for group in ([i for i in range(members) if usable[i]], [i for i in range(members) if not usable[i]]):
+            for part in (group[j:j + chunk] for j in range(0, len(group), chunk)):
+                at = torch.tensor(part, dtype=torch.long, device=fs.device)
+                begin = start.classifiers[at] if usable[part[0]] and start is not None else None
+                w, c = solve(fs[at], ft[at], begin)
+                weights.index_copy_(0, at, w)
+                classifiers.index_copy_(0, at, c)
+    return DomainFit(weights.view(*batch, ns), classifiers.view(*batch, *shape))
 
 
 def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], seed: int,
-                    steps: tuple[tuple[int, int], tuple[int, int]]) -> Tensor:
-    """:func:`domain_weights` of the members ``[..., ns, d]``, ``[..., nt, d]`` solved at once
-    (no member dimension: the one member's, with matrix products instead of batched ones)."""
+                    steps: tuple[tuple[int, int], tuple[int, int]], start: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """:func:`domain_fit` of the members ``[..., ns, d]``, ``[..., nt, d]`` solved at once (no
+    member dimension: the one member's, with matrix products instead of batched ones), from zero
+    or from ``start`` ``[..., len(l2), k, d + 1]``: the weights and the classifiers."""
+
+
     device, batch, ns, nt = fs.device, fs.shape[:-2], fs.shape[-2], ft.shape[-2]
     k, fold, sizes, odds = _cross_fitting(ns, nt, folds, seed)
     order = torch.argsort(fold, stable=True)  # the samples by fold: each fold's rows are one block
@@ -316,10 +407,13 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
         bce = F.binary_cross_entropy_with_logits(logits, y.expand_as(logits), reduction="none")
         return (bce * fit_w).sum(-1) + penalty * (params[..., :-1] ** 2).sum(-1)
 
-    losses, log_weights = [], []
+    losses, log_weights, solutions = [], [], []
     for stage, penalty in enumerate(sorted(l2, reverse=True)):  # strongest first: each fit warm-starts the next
         ridge = torch.diag(2 * penalty * penalised + 1e-10)
         total, fresh = steps[0] if stage == 0 else steps[1]
+        if start is not None:  # from this penalty's classifiers of the previous evaluation
+            theta = start[..., stage, :, :].to(X)
+            z = theta @ X.mT
         for it in range(total):
             p = torch.sigmoid(z)
             grad = ((p - y) * fit_w) @ X + 2 * penalty * penalised * theta  # [..., k, d + 1]
@@ -338,6 +432,7 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
             length = torch.where(whole, 1.0, (-slope / bound.clamp_min(1e-300)).clamp(0.0, 1.0))
             theta = theta + length[..., None] * step
             z = torch.lerp(z, z_full, length[..., None])
+        solutions.append(theta)
         held = z.gather(-2, fold.expand(*batch, 1, -1)).squeeze(-2)  # each sample's logit by the classifier that did not fit it
         losses.append(F.binary_cross_entropy_with_logits(held, y.expand_as(held), reduction="none").mean(-1))
         log_weights.append(held + log_odds)
@@ -345,7 +440,7 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
     chosen = torch.stack(log_weights).gather(0, best[None, ..., None].expand(1, *batch, ns + nt))[0]  # by fold order
     position = torch.empty_like(order)
     position[order] = torch.arange(ns + nt, device=device)
-    return torch.exp(chosen[..., position[:ns]].clamp(-30, 30))
+    return torch.exp(chosen[..., position[:ns]].clamp(-30, 30)), torch.stack(solutions, -3)
 
 
 def _cholesky(matrices: Tensor) -> Tensor:

@@ -144,17 +144,21 @@ def test_an_epochs_evaluation_reads_the_host_once(vectors, monkeypatch):
         population.step(*next(src), *next(tgt))
     stack = population.stacks[0]
     _replayed(stack, monkeypatch)
-    evaluation.evaluate(stack, stack.host.source_eval_subset)  # loads the batches; MixVal's partner list is made once per dataset
-    with no_host_reads(tolist=1) as reads:
-        found = evaluation.evaluate(stack, stack.host.source_eval_subset)
+    first = evaluation.evaluate(stack, stack.host.source_eval_subset)  # loads the batches; MixVal's partner list is made once per dataset
+    first.read(stack.m)
+    assert first.dev_start is not None and first.dev_start.usable == [True] * 3
+    with no_host_reads(tolist=1) as reads:  # DEV warm-started from the members' classifiers of the first evaluation
+        found = evaluation.evaluate(stack, stack.host.source_eval_subset, first.dev_start)
         stack._set_class_weights(found.p_t)
         rows = found.read(stack.m)
-    assert reads == [(3, len(evaluation.FIELDS) + 5 + 10 + 100)]  # 13 scalars and `labeled`, 5 classes, 10 weights, 100 predictions
+    # 13 scalars and `labeled`, 5 classes, 10 weights, 100 predictions, whether DEV's classifiers are usable
+    assert reads == [(3, len(evaluation.FIELDS) + 5 + 10 + 100 + 1)]
     assert [set(metrics) for metrics, _ in rows] == [{*evaluation.FIELDS, "class_weights"}] * 3
     assert len({metrics["dev"] for metrics, _ in rows}) == 3 and all(len(pred) == 100 for _, pred in rows)
     run = Trainer(base, task)
     _replayed(run, monkeypatch)
     run.evaluate()
+    assert run.dev_start is not None  # the next evaluation's DEV starts warm
     with no_host_reads(tolist=1) as reads:
         metrics = run.evaluate()
     assert len(reads) == 1 and set(EPOCH_VALIDATORS) <= set(metrics)

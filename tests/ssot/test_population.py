@@ -11,7 +11,7 @@ from ssot.config import SSOTConfig
 from ssot.data.features import load_feature_task, read_feature_cache, save_feature_cache
 from ssot.errors import ConfigError
 from ssot.features import build_feature_cache
-from ssot.population import Population, check_members
+from ssot.population import Population, check_members, member_states
 from ssot.trainer import Trainer
 
 #: Members that differ in every member field (width, lambdas, eps, learning rates).
@@ -131,11 +131,13 @@ def test_a_population_resumes_exactly_from_its_checkpoint(digits_cache, task):
     buffer.seek(0)
     resumed = Population(cfgs, task, rungs=(1,), reduction_factor=2)
     resumed.load_state_dict(torch.load(buffer, weights_only=False))
+    assert all(s["dev"].shape == (3, 5, 65) for stack in first.state_dict()["stacks"] for s in member_states(stack).values())
     records = resumed.fit()
     for mine, theirs in zip(records, whole):
         assert mine["status"] == theirs["status"]
         assert [e["target_acc"] for e in mine["epochs"]] == [e["target_acc"] for e in theirs["epochs"]]
         assert [e["loss_total"] for e in mine["epochs"]] == [e["loss_total"] for e in theirs["epochs"]]
+        assert [e["dev"] for e in mine["epochs"]] == [e["dev"] for e in theirs["epochs"]]  # DEV warm from the checkpoint's classifiers
 
 
 def test_configs_that_cannot_share_a_stack_are_refused_in_one_line(digits_cache):
@@ -182,9 +184,10 @@ def test_a_population_of_one_resumes_exactly_and_records_divergence_as_its_run()
     buffer.seek(0)
     resumed = Population([cfg])
     resumed.load_state_dict(torch.load(buffer, weights_only=True))  # tensors and plain types only
-    assert resumed.epoch == 1 and resumed.alive == [0]
+    assert resumed.epoch == 1 and resumed.alive == [0] and resumed.host.dev_start is not None
     (record,) = resumed.fit()
     assert [e["loss_total"] for e in record["epochs"]] == [e["loss_total"] for e in whole[0]["epochs"]]
+    assert [e["dev"] for e in record["epochs"]] == [e["dev"] for e in whole[0]["epochs"]]  # DEV warm from the checkpoint's classifiers
     assert record["status"] == "completed"
     bad = cfg.replace(lambda_ent=3e38)  # lambda_ent * L_Ent overflows float32
     population = Population([bad])

@@ -105,6 +105,7 @@ def test_resuming_from_a_checkpoint_repeats_the_uninterrupted_run(digits_task):
     for a, b in zip(full["epochs"], record["epochs"]):
         assert a["target_acc"] == b["target_acc"]
         assert a["loss_total"] == pytest.approx(b["loss_total"], rel=1e-6)
+        assert a["dev"] == b["dev"]  # epoch 3's DEV warm-started from epoch 2's classifiers, saved in the checkpoint
 
 
 def test_the_progress_bar_does_not_change_the_run(quick_config, digits_task):
