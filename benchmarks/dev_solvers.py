@@ -3,6 +3,8 @@
     python -m ssot.features --task P2H --out caches/P2H-s0.pt
     python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H                 # 8 random configs, 3 epochs
     python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H --device cuda   # the batched solve on a GPU
+    python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H --epochs 4 --skip-references --warm 4/1,8/2,10/2,12/2
+                                                                   # the warm start's schedules only (no skada needed)
 
 Trains ``--configs`` random configs of the default space as one population for ``--epochs`` epochs
 and keeps, for every member and epoch, what DEV reads: the held-out source features and losses
@@ -157,26 +159,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.task}: {args.configs} random configs x {args.epochs} epochs = {len(kept)} DEV problems of {fs.shape[0]} source and "
           f"{ft.shape[0]} target features of {fs.shape[1]} dims; DEV_STEPS {V.DEV_STEPS}", flush=True)
     rows: dict[str, list[float]] = {k: [] for k in ("optimum", "lbfgs_w", "lbfgs_dev", "skada_dev", "ours", "lbfgs", "skada")}
-    for feats_source, losses, feats_target, _ in ([] if args.skip_references else kept):
-        ours = V.domain_weights(feats_source, feats_target)
-        tight = V.domain_weights(feats_source, feats_target, steps=((40, 40), (40, 40)))
-        theirs = dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()).to(ours.device)
-        dev_ours, dev_theirs = float(V.dev_risk(ours, losses)), float(V.dev_risk(theirs, losses))
-        dev_skada = skada_dev(feats_source, losses, feats_target)
-        rows["optimum"].append(float(((ours - tight).abs() / tight).max()))
-        rows["lbfgs_w"].append(float(((ours - theirs).abs() / theirs).max()))
-        rows["lbfgs_dev"].append(abs(dev_ours - dev_theirs) / abs(dev_theirs))
-        rows["skada_dev"].append(abs(dev_ours - dev_skada) / abs(dev_skada))
-        rows["ours"].append(dev_ours); rows["lbfgs"].append(dev_theirs); rows["skada"].append(dev_skada)
-    worst = {k: max(v, default=float("nan")) for k, v in rows.items()}
-    median = {k: float(np.median(v)) if v else float("nan") for k, v in rows.items()}
-    print(f"  the schedule's error (largest relative weight gap to 40 fresh Newton steps per penalty): max {worst['optimum']:.1e}, "
-          f"median {median['optimum']:.1e}")
-    print(f"  against the per-fit L-BFGS: weights max {worst['lbfgs_w']:.1e} (median {median['lbfgs_w']:.1e}) relative; "
-          f"DEV max {worst['lbfgs_dev']:.1e} (median {median['lbfgs_dev']:.1e}); Spearman over the problems "
-          f"{stats.spearmanr(rows['ours'], rows['lbfgs'])[0]:.4f}")
-    print(f"  against skada's DEV (its own protocol): DEV max {worst['skada_dev']:.2f} (median {median['skada_dev']:.2f}) relative; "
-          f"Spearman over the problems {stats.spearmanr(rows['ours'], rows['skada'])[0]:.3f}" if rows["ours"] else "", flush=True)
+    if args.skip_references:
+        print("  (--skip-references: the cold schedule's comparisons with the optimum, L-BFGS and skada skipped)", flush=True)
+    else:
+        for feats_source, losses, feats_target, _ in kept:
+            ours = V.domain_weights(feats_source, feats_target)
+            tight = V.domain_weights(feats_source, feats_target, steps=((40, 40), (40, 40)))
+            theirs = dev_lbfgs.domain_weights(feats_source.cpu(), feats_target.cpu()).to(ours.device)
+            dev_ours, dev_theirs = float(V.dev_risk(ours, losses)), float(V.dev_risk(theirs, losses))
+            dev_skada = skada_dev(feats_source, losses, feats_target)
+            rows["optimum"].append(float(((ours - tight).abs() / tight).max()))
+            rows["lbfgs_w"].append(float(((ours - theirs).abs() / theirs).max()))
+            rows["lbfgs_dev"].append(abs(dev_ours - dev_theirs) / abs(dev_theirs))
+            rows["skada_dev"].append(abs(dev_ours - dev_skada) / abs(dev_skada))
+            rows["ours"].append(dev_ours); rows["lbfgs"].append(dev_theirs); rows["skada"].append(dev_skada)
+        worst = {k: max(v) for k, v in rows.items()}
+        median = {k: float(np.median(v)) for k, v in rows.items()}
+        print(f"  the schedule's error (largest relative weight gap to 40 fresh Newton steps per penalty): max {worst['optimum']:.1e}, "
+              f"median {median['optimum']:.1e}")
+        print(f"  against the per-fit L-BFGS: weights max {worst['lbfgs_w']:.1e} (median {median['lbfgs_w']:.1e}) relative; "
+              f"DEV max {worst['lbfgs_dev']:.1e} (median {median['lbfgs_dev']:.1e}); Spearman over the problems "
+              f"{stats.spearmanr(rows['ours'], rows['lbfgs'])[0]:.4f}")
+        print(f"  against skada's DEV (its own protocol): DEV max {worst['skada_dev']:.2f} (median {median['skada_dev']:.2f}) relative; "
+              f"Spearman over the problems {stats.spearmanr(rows['ours'], rows['skada'])[0]:.3f}", flush=True)
     warm_problems = [k for k in kept if k[3] is not None]
     print(f"warm starts: {len(warm_problems)} problems (a member's features of epoch e, its classifiers of epoch e - 1); "
           f"the largest relative weight gap to 40 fresh Newton steps per penalty from zero, max (median); DEV's gap to the per-fit L-BFGS", flush=True)

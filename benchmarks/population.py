@@ -22,7 +22,9 @@
    Newton solve inside DEV), the one host read of the epoch's table, a checkpoint (``state_dict``
    and ``torch.save``), the per-member result entries of a report (on a GPU each part is timed
    between two synchronisations); the share of evaluation and validators (goal on 2 CPU cores:
-   <= 25 %); then, on a CPU, the same epoch's wall time with the population's own workers (one
+   <= 25 %). The epoch timed is the second (DEV warm-started from every member's classifiers of
+   the first, as at every later epoch); the first (DEV from zero) is printed beside it. Then, on a
+   CPU, the same (second) epoch's wall time with the population's own workers (one
    process and one thread per CPU of its slot, :mod:`ssot.shards`), and as one stack with that
    many torch threads instead.
 3. **A screen.** Wall time of ``tune/search.py --features CACHE --population N`` against the
@@ -149,10 +151,12 @@ def throughput(base: Any, task: Any, sizes: list[int], rounds: int, max_gb: floa
 #: The functions section 2 times inside one epoch, by the name it prints (indented: inside the one above).
 PARTS = {"iterations": ("ssot.method", "train_epoch"), "evaluation passes": ("ssot.evaluation", "collect_stack"),
          "scores of every member": ("ssot.evaluation", "member_scores"),
-         "  DEV": ("ssot.validators", "dev"), "    its Newton solve": ("ssot.validators", "_domain_weights"),
+         "  DEV's domain classifiers": ("ssot.validators", "domain_fit"), "    their Newton solve": ("ssot.validators", "_domain_weights"),
          "  SND": ("ssot.validators", "snd"), "  entropy": ("ssot.validators", "entropy"), "  IM": ("ssot.validators", "im"),
          "  IM-PDA": ("ssot.validators", "im_pda"), "  BNM": ("ssot.validators", "bnm"), "  MixVal": ("ssot.validators", "mixval_counts"),
          "the table's host read": ("ssot.evaluation:Evaluation", "read")}
+#: DEV's part.
+DEV = "  DEV's domain classifiers"
 #: The parts that make "evaluation and validators" (the goal's share).
 EVALUATION = ("evaluation passes", "scores of every member", "the table's host read")
 
@@ -198,9 +202,16 @@ def epoch_breakdown(base: Any, task: Any, size: int, device: str) -> dict[str, f
         population.pretrain()
         sync()
         start = time.perf_counter()
-        touched = population.adapt_epoch()
+        population.adapt_epoch()  # the first epoch: DEV from zero (no classifiers of an epoch before)
+        sync()
+        first = {"first " + name: value for name, value in spent.items()}
+        first["first epoch"] = time.perf_counter() - start
+        spent.update(dict.fromkeys(spent, 0.0))
+        start = time.perf_counter()
+        touched = population.adapt_epoch()  # the second: DEV warm-started, as every later epoch
         sync()
         spent["epoch"] = time.perf_counter() - start
+        spent.update(first)
     finally:
         for target, function, original in saved:
             setattr(target, function, original)
@@ -217,6 +228,7 @@ def epoch_breakdown(base: Any, task: Any, size: int, device: str) -> dict[str, f
         return spent
     workers = Population(random_configs(base, size), task)  # the population's own division: the config's CPUs
     workers.pretrain()
+    workers.adapt_epoch()
     start = time.perf_counter()
     workers.adapt_epoch()
     spent["epoch with workers"] = time.perf_counter() - start
@@ -227,6 +239,7 @@ def epoch_breakdown(base: Any, task: Any, size: int, device: str) -> dict[str, f
     threaded.pretrain()
     torch.set_num_threads(workers.workers)
     try:
+        threaded.adapt_epoch()
         start = time.perf_counter()
         threaded.adapt_epoch()
         spent["epoch with threads"] = time.perf_counter() - start
@@ -342,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
             parts = epoch_breakdown(base, task, n, args.device)
             total = parts["epoch"]
             where = "one thread" if args.device == "cpu" else "one GPU"
-            print(f"2. one epoch of a population of {n} ({parts['iters']} iterations) as one stack, {where}: {total:.2f} s")
+            first_share = sum(parts["first " + name] for name in EVALUATION)
+            print(f"2. the first epoch of a population of {n} (DEV from zero): {parts['first epoch']:.2f} s, evaluation and validators "
+                  f"{100 * first_share / parts['first epoch']:.1f} %, DEV's classifiers {100 * parts['first ' + DEV] / parts['first epoch']:.1f} %")
+            print(f"   its second epoch ({parts['iters']} iterations; DEV warm-started, as every later epoch) as one stack, {where}: {total:.2f} s")
             for name in [*PARTS, "checkpoint", "report entries"]:
                 print(f"   {name:28s} {parts[name]:7.2f} s  {100 * parts[name] / total:5.1f} %")
             share = sum(parts[name] for name in EVALUATION)

@@ -10,6 +10,9 @@ predicted classes, the outlier mass of ``p_t``, every validator of
 :data:`ssot.validators.EPOCH_VALIDATORS`, DEV's domain classifiers included, and the kept
 predictions), and the host reads the whole epoch's table once (:meth:`Evaluation.read`): nothing is
 read per member or per metric (``tests/ssot/test_evaluation.py`` refuses every other host read).
+DEV's domain classifiers start from each member's classifiers of its previous evaluation
+(:class:`ssot.validators.DevStart`, :attr:`Evaluation.dev_start`: the caller that owns the
+members' training state passes them in and keeps the new ones).
 
 A run is a stack of one member (:class:`ssot.trainer.Trainer`), a population a stack of P
 (:class:`ssot.population.Stack`): the same functions. On a CPU the scores are computed member by

@@ -21,7 +21,8 @@ the one SSOT iteration and epoch loop of :mod:`ssot.method` (the same a run of o
   ``eps`` per member.
 - **stacked evaluation** (:func:`ssot.evaluation.evaluate`): each evaluation batch goes once
   through every member; then every member's target accuracy, validators (DEV's domain
-  classifiers: one batched solve), ``p_t`` and the class weights ``m`` of the next epoch are
+  classifiers: one batched solve, warm-started from each member's own classifiers of its
+  previous epoch, ``Stack.dev_start``), ``p_t`` and the class weights ``m`` of the next epoch are
   tensors ``[P, ...]``, read on the host once per epoch: the record fields of an independent run
   (the same functions: a run is a stack of one).
 - **ASHA inside.** At each rung (:func:`ssot.results.trials.asha_rungs`, the rungs of a search's

@@ -14,11 +14,21 @@ SCRIPT = REPO / "benchmarks" / "dev_solvers.py"
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here"))])
 def test_the_solvers_are_compared_on_a_small_population(small_cache, device):
-    pytest.importorskip("skada")
+    """Every comparison with skada where it is installed (else ``--skip-references``), and the warm
+    start's schedules and timing on the second epoch's problems."""
+    try:
+        import skada  # noqa: F401
+        references = []
+    except ImportError:
+        references = ["--skip-references"]
     proc = subprocess.run([sys.executable, str(SCRIPT), "--cache", str(small_cache), "--task", "digits", "--configs", "2",
-                           "--epochs", "1", "--rounds", "1", "--device", device], capture_output=True, text=True, timeout=600)
+                           "--epochs", "2", "--rounds", "1", "--device", device, "--warm", "4/1,10/2", *references],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "2 random configs x 1 epochs = 2 DEV problems" in out
-    for line in ("the schedule's error", "against the per-fit L-BFGS", "against skada's DEV", "time of 2 members' DEV"):
+    assert "2 random configs x 2 epochs = 4 DEV problems" in out
+    lines = ["warm starts: 2 problems", "warm (4, 1)", "warm (10, 2) (DEV_WARM_STEPS)", "time of 2 members' DEV classifiers: cold"]
+    if not references:
+        lines += ["the schedule's error", "against the per-fit L-BFGS", "against skada's DEV", "time of 2 members' DEV:"]
+    for line in lines:
         assert line in out, line

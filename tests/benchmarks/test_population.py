@@ -30,8 +30,9 @@ def test_the_throughput_and_epoch_sections_run_at_small_sizes(small_cache, devic
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "P =    1:" in out and "P =    3:" in out and out.count("whole epoch (iterations, evaluation, validators)") == 2
-    assert "2. one epoch of a population of 3 (3 iterations)" in out and "evaluation and validators" in out
-    assert "    its Newton solve" in out and "the table's host read" in out
+    assert "2. the first epoch of a population of 3 (DEV from zero)" in out and "evaluation and validators" in out
+    assert "its second epoch (3 iterations; DEV warm-started" in out
+    assert "    their Newton solve" in out and "the table's host read" in out
     assert ("worker process(es)" in out) == (device == "cpu")
 
 
