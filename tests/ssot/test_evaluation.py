@@ -12,7 +12,7 @@ from ssot.data.features import load_feature_task, save_feature_cache
 from ssot.evaluation import split_source
 from ssot.population import Population
 from ssot.train import main
-from ssot.validators import EPOCH_VALIDATORS
+from ssot.validators import EPOCH_VALIDATORS, DevStart
 from tests.fixtures.host_reads import HostRead, no_host_reads
 
 
@@ -187,3 +187,11 @@ def test_the_scores_of_a_whole_stack_are_each_members_own(vectors):
         for name, value in mine.items():
             assert torch.allclose(whole[name][p:p + 1].double(), value.double(), rtol=1e-12, atol=1e-15, equal_nan=True), name
     assert len(set(whole["dev"].tolist())) == 3 and len(set(whole["snd"].tolist())) == 3
+    start = DevStart(whole["dev_classifiers"], [True, False, True])  # DEV warm from the classifiers above, but member 1's
+    warm = evaluation.member_scores(task, target, source, start)
+    for p in range(3):
+        mine = evaluation.member_scores(task, target.rows(p), source.rows(p), start.rows([p]))
+        assert torch.equal(warm["dev_classifiers"][p:p + 1], mine["dev_classifiers"])
+        assert torch.allclose(warm["dev"][p:p + 1], mine["dev"], rtol=1e-12, atol=0)
+    assert torch.equal(warm["dev_classifiers"][1], whole["dev_classifiers"][1])  # member 1: cold, as before
+    assert not torch.equal(warm["dev_classifiers"][0], whole["dev_classifiers"][0])  # the others: warm
