@@ -289,9 +289,9 @@ def domain_weights(feats_source: Tensor, feats_target: Tensor, *, folds: int = D
     checkpoints) start this epoch's solve, each penalty from its own previous solution, by
     :data:`DEV_WARM_STEPS` (10 Newton steps per penalty, the first 2 with a fresh curvature: 6
     curvature refreshes instead of 12). Measured on 24 consecutive-epoch problems of 8 P2H
-    population members (``benchmarks/dev_solvers.py``): the weights within 7.7e-7 relative of the
-    optimum (the cold schedule's gap on the same problems: 7.8e-7; shorter warm schedules were
-    up to 1e-2 away), so the tolerance above holds for both. The first adaptation epoch (no
+    population members (``benchmarks/dev_solvers.py``, two runs): the weights within 7.7e-7 and
+    7.2e-7 relative of the optimum (the cold schedule's gap on the same problems: 7.8e-7; shorter
+    warm schedules were up to 6e-2 away), so the tolerance above holds for both. The first adaptation epoch (no
     previous classifiers), a start of another shape and a non-finite one are solved cold.
     """
     return domain_fit(feats_source, feats_target, folds=folds, l2=l2, seed=seed, steps=steps).weights
@@ -393,8 +393,6 @@ def _domain_weights(fs: Tensor, ft: Tensor, folds: int, l2: tuple[float, ...], s
     """:func:`domain_fit` of the members ``[..., ns, d]``, ``[..., nt, d]`` solved at once (no
     member dimension: the one member's, with matrix products instead of batched ones), from zero
     or from ``start`` ``[..., len(l2), k, d + 1]``: the weights and the classifiers."""
-
-
     device, batch, ns, nt = fs.device, fs.shape[:-2], fs.shape[-2], ft.shape[-2]
     k, fold, sizes, odds = _cross_fitting(ns, nt, folds, seed)
     order = torch.argsort(fold, stable=True)  # the samples by fold: each fold's rows are one block
