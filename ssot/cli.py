@@ -370,6 +370,11 @@ def add_quiet(parser: argparse.ArgumentParser | Any, verbose: str = "") -> None:
         group.add_argument("--verbose", action="store_true", help=f"print more: {verbose}")
 
 
+def add_no_images(parser: argparse.ArgumentParser | Any) -> None:
+    """``--no-images``: the HTML pages only, no static figures (the dashboard, the atlas, a study's report)."""
+    parser.add_argument("--no-images", action="store_true", help="write the HTML pages only, no static figures (PDF/PNG)")
+
+
 def add_seeds(parser: argparse.ArgumentParser, default: Sequence[int] | None = (0, 1, 2), help: str = "",
               default_text: str = "") -> None:
     """``--seeds S [S ...]``: one run per seed (checked by :func:`check_seeds`); ``0 1 2`` unless a

@@ -26,6 +26,27 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 
+# One compute thread per test process, and for every process the tests start (commands, Ray's
+# workers, servers): the suite runs in two processes on two cores, and each test's searches start
+# more processes. With torch's default (a thread per core) they oversubscribe the cores, and
+# OpenMP's threads then wait for each other: a 11 s test took 168 s in the suite. A test that
+# wants more threads says so itself.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """The test process's own torch computations on one thread (see OMP_NUM_THREADS above)."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -217,7 +217,7 @@ def _members(config: SSOTConfig, count: int, seed: int = 0) -> list[SSOTConfig]:
     """``count`` configs of the search space's default ranges (seeded), as a screen samples them."""
     import numpy as np
 
-    from tune.space import default_space
+    from ssot.results.space import default_space
 
     rng = np.random.default_rng(seed)
     space, out = default_space(), []

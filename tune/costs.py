@@ -86,7 +86,7 @@ def task_size(config: SSOTConfig) -> TaskSize:
         n_t = data.published_per_class * partial if data.published_per_class else round(data.published_counts[spec.target] * partial / k)
         n_e = n_s if source_eval == 0 else min(n_s, source_eval)
         return TaskSize(spec.name, data.name, config.backbone, n_s, n_t, n_e, k, 2048, estimated=data.published_per_class is None)
-    if not data.domains and data.name != "digits":
+    if data.users_own:
         raise ConfigError(f"Task {config.task!r} has no known sizes to plan with (its images are the user's own).")
     from ssot.data import build_task
     from ssot.data.base import num_samples

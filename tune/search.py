@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-early-stop", action="store_true", help="run every trial to the last epoch")
     r = p.add_argument_group("resources and storage")
     flags.add_trial_resources(r, cpus_default=None, cpus_auto="1 per trial; populations share the machine's CPUs",
-                              gpus_auto="image trials on a local GPU machine: as many per GPU as fit, up to 4, with MPS "
-                                        "(docs/gpu.md); else 1 if the cluster has GPUs, else 0")
+                              gpus_auto="image trials on a local GPU machine: as many per GPU as fit, up to 4, with MPS, "
+                                        "docs/gpu.md; else 1 if the cluster has GPUs, else 0")
     r.add_argument("--max-concurrent", type=int, metavar="N",
                    help="most trials running at once (default: as many as the resources hold)")
     flags.add_ray_flags(r)

@@ -167,7 +167,7 @@ class StudyOptions:
         cli.check_seeds(self.final_seeds)
         shared = sorted(set(self.seeds) & set(self.final_seeds))
         if shared:
-            raise ConfigError(f"--seeds and --final-seeds share seed(s) {' '.join(map(str, shared))}: a final run on a seed "
+            raise ConfigError(f"--confirm-seeds and --final-seeds share seed(s) {' '.join(map(str, shared))}: a final run on a seed "
                               "that chose its config repeats that run and reports it with the selection's luck (the winner's "
                               "curse). Give the final runs other seeds.")
         if self.search not in SEARCHES or self.search == "grid":

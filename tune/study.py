@@ -8,7 +8,7 @@
 
 Per task, the four stages of the project's own commands (``tune/stages.py``): the feature cache
 (``python -m ssot.features``), the population screen on it (``python tune/search.py --features
---population``), the confirmation of its top ``--top`` configs on images over ``--seeds``
+--population``), the confirmation of its top ``--top`` configs on images over ``--confirm-seeds``
 (``python tune/confirm.py``) and the final runs of the confirmed config over ``--final-seeds``
 (``python tune/final.py``); then the table beside the paper, each task's sensitivity dashboard,
 the atlas across tasks and the index page (``STUDY/index.html``). Before any work it prints the
@@ -45,8 +45,8 @@ def paper_tasks() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     p = cli.Parser(prog="python tune/study.py", description=__doc__.split("\n\n")[0])
     which = p.add_mutually_exclusive_group()
-    datasets = ", ".join(name for name in DATASETS if name != "custom")
-    which.add_argument("--task", nargs="+", metavar="TASK", help=f"tasks, or datasets ({datasets}): every task of each")
+    datasets = ", ".join(name for name, spec in DATASETS.items() if not spec.users_own)
+    cli.add_config_flag(which, "task", f"several tasks, or datasets ({datasets}): every task of each", nargs="+", default_text="")
     which.add_argument("--all", action="store_true", help="the paper's 26 tasks (Office-31, ImageCLEF-DA, Office-Home, VisDA-2017)")
     p.add_argument("--out", type=Path, metavar="FOLDER", help="the study folder (default: studies/<the tasks or datasets>)")
     p.add_argument("--resume", action="store_true", help="continue the study in --out (its recorded settings; flags given must agree)")
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "the oracle)")
     s.add_argument("--no-early-stop", action="store_true", help="the screen runs every config to the last epoch")
     s.add_argument("--top", type=int, metavar="K", help="configs of each screen confirmed on images (default: 5)")
-    s.add_argument("--seeds", type=int, nargs="+", metavar="S",
+    s.add_argument("--confirm-seeds", type=int, nargs="+", metavar="S",
                    help=f"seeds of confirmation (default: {' '.join(map(str, DEFAULT_CONFIRM_SEEDS))})")
     s.add_argument("--final-seeds", type=int, nargs="+", metavar="S",
                    help=f"seeds of the final runs of the confirmed config (default: {' '.join(map(str, DEFAULT_FINAL_SEEDS))}, "
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = p.add_argument_group("report")
     r.add_argument("--bootstrap", type=int, metavar="N", help="bootstrap resamples of the dashboards' and the atlas's intervals "
                    "(default: theirs)")
-    r.add_argument("--no-images", action="store_true", help="HTML pages only: no static figures (PDF/PNG)")
+    cli.add_no_images(r)
     g = p.add_argument_group("resources")
     flags.add_trial_resources(g, "run of confirmation and final runs")
     flags.add_ray_flags(g)
@@ -127,7 +127,7 @@ def options_from(args: argparse.Namespace) -> StudyOptions:
     return StudyOptions(
         tasks=tasks, out=str(out), num_samples=pick(args.num_samples, "num_samples", 50),
         population=pick(args.population, "population", DEFAULT_POPULATION), top=pick(args.top, "top", 5),
-        seeds=tuple(pick(args.seeds, "seeds", DEFAULT_CONFIRM_SEEDS)),
+        seeds=tuple(pick(args.confirm_seeds, "seeds", DEFAULT_CONFIRM_SEEDS)),
         final_seeds=tuple(pick(args.final_seeds, "final_seeds", DEFAULT_FINAL_SEEDS)),
         search=pick(args.search, "search", "tpe"), metric=pick(args.metric, "metric", "target_acc"),
         early_stop=not args.no_early_stop if (args.no_early_stop or not given) else bool(given.get("early_stop", True)),

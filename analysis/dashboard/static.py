@@ -18,6 +18,7 @@ from typing import Any, Literal
 import plotly.graph_objects as go
 
 from analysis.dashboard.images import export_images
+from ssot import cli
 from ssot.results.experiment import Problem
 
 __all__ = ["Backend", "FORMATS", "BACKENDS", "StaticFigure", "write_static", "add_figure_flags"]
@@ -34,7 +35,7 @@ def add_figure_flags(parser: argparse.ArgumentParser | Any) -> None:
     ``--format`` (among :data:`FORMATS`, default :data:`DEFAULT_FORMATS`) and ``--no-images``
     (the HTML page only)."""
     parser.add_argument("--format", choices=list(FORMATS), nargs="+", default=list(DEFAULT_FORMATS), help="static figure formats")
-    parser.add_argument("--no-images", action="store_true", help="write the HTML page only, no static figures")
+    cli.add_no_images(parser)
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,11 @@ class DatasetSpec:
         return len(self.classes)
 
     @property
+    def users_own(self) -> bool:
+        """Its images are the user's own folders (``custom``): no class list, no sizes known beforehand."""
+        return not self.classes
+
+    @property
     def target_classes(self) -> list[int]:
         """Sorted label indices of the partial target classes."""
         return sorted(self.classes.index(c) for c in self.target_class_names)

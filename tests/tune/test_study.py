@@ -21,7 +21,7 @@ from tests.fixtures import REPO
 from tune.rates import ModelRates, Rates, ReportRates, ScreenRates, write_rates
 
 #: The tiny study: one task, 4 configs screened as one population, the top 2 confirmed on 2 seeds, one final seed.
-FLAGS = ["--task", "P2H", "--num-samples", "4", "--population", "4", "--top", "2", "--seeds", "1", "2", "--final-seeds", "0",
+FLAGS = ["--task", "P2H", "--num-samples", "4", "--population", "4", "--top", "2", "--confirm-seeds", "1", "2", "--final-seeds", "0",
          "--epochs", "2", "--pretrain-epochs", "1", "--set", "iters_per_epoch=3", "--set", "source_eval_samples=200",
          "--bootstrap", "0", "--no-images", "--num-cpus", "2"]
 
@@ -129,7 +129,7 @@ def test_a_study_is_refused_before_any_work(tmp_path):
     cases = [
         (["--task", "P2H", "--out", str(existing)], "already exists; pass --resume"),
         (["--out", str(tmp_path / "none"), "--resume"], "No study in"),
-        (["--task", "P2H", "--out", str(tmp_path / "a"), "--seeds", "0", "1", "--final-seeds", "1", "2"], "share seed(s) 1"),
+        (["--task", "P2H", "--out", str(tmp_path / "a"), "--confirm-seeds", "0", "1", "--final-seeds", "1", "2"], "share seed(s) 1"),
         (["--task", "A2W", "--data-root", str(tmp_path / "nodata"), "--out", str(tmp_path / "b")], "does not exist"),
         (["--task", "P2H", "--out", str(tmp_path / "c"), "--top", "5", "--num-samples", "3"], "--top 5 exceeds"),
         (["--task", "P2X", "--out", str(tmp_path / "d")], "Unknown task or dataset 'P2X'"),
