@@ -9,6 +9,14 @@ from pathlib import Path
 from typing import Any
 
 
+def add_population_flags(parser: Any, configs: int) -> None:
+    """The flags of the benchmarks that train a population of random configs on a feature cache:
+    ``--cache``, ``--task`` (the cache's) and ``--configs`` (default ``configs``)."""
+    parser.add_argument("--cache", type=Path, required=True, help="a feature cache (python -m ssot.features)")
+    parser.add_argument("--task", required=True, help="the cache's task")
+    parser.add_argument("--configs", type=int, default=configs, help=f"random configs (default {configs})")
+
+
 def cpu_name() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` says)."""
     info = Path("/proc/cpuinfo")

@@ -41,7 +41,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import alternated, device_name, load  # noqa: E402
+from _shared import add_population_flags, alternated, device_name, load  # noqa: E402
 from population import random_configs  # noqa: E402
 
 
@@ -126,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     from ssot import cli
 
     parser = cli.Parser(prog="python benchmarks/dev_solvers.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache", type=Path, required=True, help="a feature cache (python -m ssot.features)")
-    parser.add_argument("--task", required=True, help="the cache's task")
-    parser.add_argument("--configs", type=int, default=8, help="random configs (default 8)")
+    add_population_flags(parser, configs=8)
     parser.add_argument("--epochs", type=int, default=3, help="adaptation epochs (default 3)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the population trains and DEV is solved")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, alternated (default 3)")

@@ -27,7 +27,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: import the project and this folder's helpers
     sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from _shared import load, machine  # noqa: E402
+from _shared import add_population_flags, load, machine  # noqa: E402
 from population import random_configs  # noqa: E402
 
 
@@ -98,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     from ssot import cli
 
     parser = cli.Parser(prog="python benchmarks/population_drift.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache", type=Path, required=True, help="a feature cache (python -m ssot.features)")
-    parser.add_argument("--task", required=True, help="the cache's task")
-    parser.add_argument("--configs", type=int, default=16, help="random configs (default 16)")
+    add_population_flags(parser, configs=16)
     parser.add_argument("--seed", type=int, default=0, help="seed of the random configs (default 0)")
     parser.add_argument("--workers", type=int, default=1, help="the population's worker processes (default 1)")
     parser.add_argument("--epochs", type=int, help="adaptation epochs (default: the task's)")

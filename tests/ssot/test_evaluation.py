@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from ssot import SSOTConfig, Trainer, evaluation
-from ssot.data.features import load_feature_task, save_feature_cache
+from ssot.data.features import load_feature_task
 from ssot.evaluation import split_source
 from ssot.population import Population
 from ssot.train import main
 from ssot.validators import EPOCH_VALIDATORS, DevStart
+from tests.fixtures.features import vector_cache
 from tests.fixtures.host_reads import HostRead, no_host_reads
 
 
@@ -106,13 +107,7 @@ def test_partner_view_is_one_object_per_dataset_and_indexes_through_a_subset():
 @pytest.fixture(scope="module")
 def vectors(tmp_path_factory):
     """A tiny feature cache: 10 classes of 24-d vectors, 5 of them in the target."""
-    gen = torch.Generator().manual_seed(0)
-    means = torch.randn(10, 24, generator=gen) * 2
-    ys, yt = torch.arange(200) % 10, torch.arange(100) % 5
-    path = tmp_path_factory.mktemp("evaluation") / "vectors.pt"
-    save_feature_cache(path, "digits", [str(k) for k in range(10)], list(range(5)),
-                       (means[ys] + torch.randn(200, 24, generator=gen), ys), (means[yt] + 0.5 + torch.randn(100, 24, generator=gen), yt))
-    return path
+    return vector_cache(tmp_path_factory.mktemp("evaluation") / "vectors.pt")
 
 
 def _replayed(model, monkeypatch):
@@ -130,19 +125,25 @@ def _replayed(model, monkeypatch):
     monkeypatch.setattr(model, "eval_batches", replay)
 
 
+def _stepped_stack(vectors, changes: list[dict], steps: int):
+    """A population of the ``changes`` of a small features config, pretrained and stepped ``steps``
+    times (its members part ways): its task, its base config and its one stack."""
+    base = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=0, iters_per_epoch=2, device="cpu", num_threads=1,
+                               source_eval_samples=64, backbone="features", features_path=str(vectors), bottleneck_dims=(16,))
+    task = load_feature_task(vectors, "digits")
+    population = Population([base.replace(**change) for change in changes], task)
+    population.pretrain(lambda host: None)
+    src, tgt = population.host.epoch_batches(1)
+    for _ in range(steps):
+        population.step(*next(src), *next(tgt))
+    return task, base, population.stacks[0]
+
+
 def test_an_epochs_evaluation_reads_the_host_once(vectors, monkeypatch):
     """Every metric and validator of every member (DEV's domain classifiers included) is computed
     with every host read refused but one: the epoch's whole table, for a stack of 3 members and for
     a run (a stack of one). The guard is the one of the step's test (tests/ssot/test_method.py)."""
-    base = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=0, iters_per_epoch=2, device="cpu", num_threads=1,
-                               source_eval_samples=64, backbone="features", features_path=str(vectors), bottleneck_dims=(16,))
-    task = load_feature_task(vectors, "digits")
-    population = Population([base.replace(lambda_ot=v, potential_width=w) for v, w in ((1.0, 64), (0.1, 128), (3.0, 64))], task)
-    population.pretrain(lambda host: None)
-    src, tgt = population.host.epoch_batches(1)
-    for _ in range(2):  # the members part ways
-        population.step(*next(src), *next(tgt))
-    stack = population.stacks[0]
+    task, base, stack = _stepped_stack(vectors, [{"lambda_ot": v, "potential_width": w} for v, w in ((1.0, 64), (0.1, 128), (3.0, 64))], 2)
     _replayed(stack, monkeypatch)
     first = evaluation.evaluate(stack, stack.host.source_eval_subset)  # loads the batches; MixVal's partner list is made once per dataset
     first.read(stack.m)
@@ -169,15 +170,7 @@ def test_an_epochs_evaluation_reads_the_host_once(vectors, monkeypatch):
 def test_the_scores_of_a_whole_stack_are_each_members_own(vectors):
     """A GPU computes every member's scores at once (``member_scores`` on the whole stack), a CPU
     member by member: the same values (to rounding), on the same pass."""
-    base = SSOTConfig.for_task("digits", epochs=1, pretrain_epochs=0, iters_per_epoch=2, device="cpu", num_threads=1,
-                               source_eval_samples=64, backbone="features", features_path=str(vectors), bottleneck_dims=(16,))
-    task = load_feature_task(vectors, "digits")
-    population = Population([base.replace(lambda_ot=v, lambda_ent=e) for v, e in ((1.0, 1.0), (0.1, 3.0), (3.0, 0.1))], task)
-    population.pretrain(lambda host: None)
-    src, tgt = population.host.epoch_batches(1)
-    for _ in range(3):
-        population.step(*next(src), *next(tgt))
-    stack = population.stacks[0]
+    task, _, stack = _stepped_stack(vectors, [{"lambda_ot": v, "lambda_ent": e} for v, e in ((1.0, 1.0), (0.1, 3.0), (3.0, 0.1))], 3)
     target = evaluation.collect_stack(stack, task.target_eval, mix=True)
     source = evaluation.collect_stack(stack, stack.host.source_eval_subset)
     whole = evaluation.member_scores(task, target, source)

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from ssot import SSOTConfig, Trainer
-from ssot.data.features import load_feature_task, save_feature_cache
+from ssot.data.features import load_feature_task
 from ssot.method import LOSSES
 from ssot.population import Population
 from ssot.solvers import sinkhorn_log
+from tests.fixtures.features import vector_cache
 from tests.fixtures.host_reads import HostRead, adam_steps, no_host_reads
 
 SMALL = {"epochs": 1, "pretrain_epochs": 0, "iters_per_epoch": 2, "device": "cpu", "num_threads": 1, "source_eval_samples": 64}
@@ -48,13 +49,7 @@ def test_a_run_step_reads_nothing_on_the_host(digits_task, solver, precision):
 @pytest.fixture(scope="module")
 def vectors(tmp_path_factory):
     """A tiny feature cache: 10 classes of 24-d vectors, 5 of them in the target."""
-    gen = torch.Generator().manual_seed(0)
-    means = torch.randn(10, 24, generator=gen) * 2
-    ys, yt = torch.arange(200) % 10, torch.arange(100) % 5
-    path = tmp_path_factory.mktemp("method") / "vectors.pt"
-    save_feature_cache(path, "digits", [str(k) for k in range(10)], list(range(5)),
-                       (means[ys] + torch.randn(200, 24, generator=gen), ys), (means[yt] + 0.5 + torch.randn(100, 24, generator=gen), yt))
-    return path
+    return vector_cache(tmp_path_factory.mktemp("method") / "vectors.pt")
 
 
 def test_a_population_step_reads_nothing_on_the_host(vectors):
