@@ -81,8 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default="digits", help="an embedded task (digits, P2H, H2P) or any task whose data is there")
     p.add_argument("--kills", type=int, default=20, help="SIGKILLs of the driver's process group")
     p.add_argument("--population", type=int, default=1, metavar="P", help="configs per Ray trial (P > 1: on a feature cache)")
-    p.add_argument("--num-samples", type=int, help="configs of the search (default: max(4, 3 x kills), P x max(4, kills) "
-                                                   "for a population search)")
+    p.add_argument("--num-samples", type=int, help="configs of the search (default: P x max(4, 3 x kills), P = --population)")
     p.add_argument("--epochs", type=int, default=6, help="epochs per config")
     p.add_argument("--iters-per-epoch", type=int, default=50, help="iterations per epoch (the config field)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search and of the kill moments")
@@ -95,9 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def default_samples(kills: int, population: int) -> int:
-    """Configs enough for ``kills`` kills: a driver runs a few seconds past its start before most
-    kills, and its trials lose what they did since Ray's last save (measured: docs/reliability.md)."""
-    return population * max(4, 3 * kills if population == 1 else kills)
+    """Configs enough for ``kills`` kills: three Ray trials (configs, or populations of P) per kill.
+    A driver runs a few seconds past its start before most kills and its trials lose only the epoch
+    under way (the record), so a search of fewer units can finish before its last kills (a
+    population search of P x kills configs got 8 of 20: docs/reliability.md)."""
+    return population * max(4, 3 * kills)
 
 
 def plan(kills: int, rng: random.Random, phases: tuple[str, ...] = PHASES) -> list[str]:
