@@ -35,6 +35,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files of the long tests first (those with a test marked ``slow``, then the other files
+    of ``tests/tune`` and ``tests/benchmarks``: real searches), each file's tests in their order:
+    the two processes of ``-n 2 --dist loadfile`` take whole files as they free up, and a long
+    file taken last kept one process busy alone for the suite's last two minutes."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    heavy = {item.path for item in items if item.path.parent.name in ("tune", "benchmarks")}
+    items.sort(key=lambda item: (item.path not in slow, item.path not in heavy))  # stable: a file's tests stay together
+
+
 @pytest.fixture(scope="session", autouse=True)
 def one_torch_thread():
     """The test process's own torch computations on one thread (see OMP_NUM_THREADS above)."""
