@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ssot.config import SSOTConfig
 from ssot.data.registry import DATASETS
 from ssot.errors import ConfigError, ResultsError
 from tests.fixtures import REPO
@@ -124,6 +125,10 @@ def test_sizes_come_from_the_published_counts_or_the_embedded_task_itself():
     built = build_task(config)
     p2h = task_size(config)
     assert (p2h.n_source, p2h.n_target, p2h.feature_dim) == (len(built.source), len(built.target_eval), 512)
+    digits = task_size(SSOTConfig.for_task("digits"))  # a dataset without domains that is not the user's own
+    assert (digits.classes, digits.estimated) == (10, False)
+    with pytest.raises(ConfigError, match="Task 'custom' has no known sizes to plan with"):  # the user's own images
+        task_size(SSOTConfig(task="custom"))
 
 
 def test_the_h200_rates_file_reads_and_says_where_every_number_comes_from():
