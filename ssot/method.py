@@ -72,8 +72,12 @@ class Members(Protocol):
     or a tensor ``[P]``; ``class_weights`` is ``[P, K]``."""
 
     config: SSOTConfig
-    solver: Any
-    opt_fe: Any
+
+    @property
+    def solver(self) -> Any: ...
+
+    @property
+    def opt_fe(self) -> Any: ...
 
     @property
     def lambda_ot(self) -> float | Tensor: ...

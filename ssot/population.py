@@ -64,7 +64,7 @@ from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, RUNNING
 from ssot.solvers import NetSolver
 from ssot.stacked import Head, Potentials, StackedAdam
-from ssot.trainer import Trainer, seed_everything
+from ssot.trainer import Trainer, resolve_device, seed_everything
 
 #: The config fields in which the members of one population may differ.
 MEMBER_FIELDS: tuple[str, ...] = ("lambda_ot", "lambda_ent", "eps", "potential_width", "lr", "lr_g")
@@ -319,20 +319,22 @@ class Population:
         self.rungs, self.reduction_factor = tuple(int(r) for r in rungs), int(reduction_factor)
         self.metric = metric_spec(metric)
         task = task if task is not None else build_task(self.configs[0])
-        self.host = Trainer(self.configs[0], task)
+        #: A population of one is its host trainer's run (no stack): any config a Trainer accepts.
+        self.single = len(self.configs) == 1
+        first = self.configs[0]
+        self.workers = 1 if self.single else shards.workers_for(first, resolve_device(first.device), len(self.configs), workers)
+        # the workers first: they import torch and build their host while this process builds its own and pretrains
+        self.remote = [RemoteStack(task, first) for _ in range(self.workers - 1)]
+        self.host = Trainer(first, task)
+        if self.workers > 1:
+            torch.set_num_threads(1)  # this process trains one of the stacks
         self.config, self.task, self.device = self.host.config, self.host.task, self.host.device
         self.members = [Member(i, cfg, {}) for i, cfg in enumerate(self.configs)]
         self.alive: list[int] = []  # member indices, in stack order
         self.epoch = 0
         self.pretrained = False
         self.timing = {"pretrain_s": 0.0, "train_s": 0.0, "eval_s": 0.0}
-        #: A population of one is its host trainer's run (no stack): any config a Trainer accepts.
-        self.single = len(self.configs) == 1
-        self.workers = 1 if self.single else shards.workers_for(self.config, self.device, len(self.configs), workers)
         self.stacks: list[Any] = []  # the Stack of this process first, then the workers' (RemoteStack)
-        self.remote = [RemoteStack(task, self.config) for _ in range(self.workers - 1)]  # started now: they load while we pretrain
-        if self.workers > 1:
-            torch.set_num_threads(1)  # this process trains one of the stacks
 
     # ------------------------------------------------------------------ set-up
     @property

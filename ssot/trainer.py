@@ -27,6 +27,7 @@ cache with the augmentation on the device). On CUDA, ResNet-50 runs channels_las
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import random
@@ -48,7 +49,7 @@ from ssot.data.base import num_samples
 from ssot.errors import ConfigError, DivergedError
 from ssot.method import CHECK_EVERY, LOSSES, Batch
 from ssot.models import build_models
-from ssot.solvers import SampleIds, build_solver
+from ssot.solvers import SampleIds, Solver, build_solver
 
 __all__ = ["CHECK_EVERY", "LOSSES", "Trainer", "run", "seed_everything", "resolve_device", "dataset_labels"]
 
@@ -115,9 +116,6 @@ class Trainer:
         k = n_src if config.source_eval_samples == 0 else min(n_src, config.source_eval_samples)
         self.source_eval_subset = Subset(held_out, torch.randperm(n_src, generator=gen)[:k].tolist())
 
-        self.opt_fe = self._adam(config.lr)
-        self.opt_g = torch.optim.Adam(self.g.parameters(), lr=config.lr_g)
-        self.solver = build_solver(config, self.g, self.opt_g, num_samples(self.task.target), self.device)
         self.epoch = 0
         self.dev_start: V.DevStart | None = None  # DEV's classifiers of the last adaptation epoch: the next one's warm start
         self.record: dict[str, Any] = {
@@ -134,6 +132,21 @@ class Trainer:
             "status": "running",
             "reason": None,
         }
+
+    # ------------------------------------------------------------------ the adaptation's optimisers, made when first used
+    # (a population's worker process holds a Trainer for its data and batches only, and never makes
+    # them: torch.optim's first optimiser imports torch._dynamo, 1.5 s of a worker's start on a CPU)
+    @functools.cached_property
+    def opt_fe(self) -> torch.optim.Adam:
+        return self._adam(self.config.lr)
+
+    @functools.cached_property
+    def opt_g(self) -> torch.optim.Adam:
+        return torch.optim.Adam(self.g.parameters(), lr=self.config.lr_g)
+
+    @functools.cached_property
+    def solver(self) -> Solver:
+        return build_solver(self.config, self.g, self.opt_g, num_samples(self.task.target), self.device)
 
     # ------------------------------------------------------------------ helpers
     def _adam(self, lr: float) -> torch.optim.Adam:

@@ -85,6 +85,9 @@ def test_a_population_of_four_reproduces_four_independent_runs(digits_cache, tas
         assert record["target_pred"] == run["target_pred"]
     # the members did differ: not one run four times
     assert len({r["epochs"][-1]["loss_ot"] for r in records}) == 4
+    # the host trainer (data, batches, pretraining) never made a run's adaptation optimisers: the
+    # stacks have their own, and a worker's host so never imports torch._dynamo (torch.optim's first optimiser does)
+    assert not {"opt_fe", "opt_g", "solver"} & set(vars(population.host))
 
 
 def test_rung_stops_the_worst_members_and_the_others_go_on_exactly(digits_cache, task):
