@@ -5,6 +5,8 @@
     python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H --device cuda   # the batched solve on a GPU
     python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H --epochs 4 --skip-references --warm 4/1,8/2,10/2,12/2
                                                                    # the warm start's schedules only (no skada needed)
+    python benchmarks/dev_solvers.py --cache caches/P2H-s0.pt --task P2H --epochs 4 --skip-references --warm 10/2 \
+        --one-penalty 1/1,2/1,2/2,4/2                              # what DEV would cost with one penalty instead of three
 
 Trains ``--configs`` random configs of the default space as one population for ``--epochs`` epochs
 and keeps, for every member and epoch, what DEV reads: the held-out source features and losses
@@ -22,6 +24,14 @@ and the target features. On each of these problems it prints how far DEV's batch
 
 and the time of every member's DEV at once (one call, as the evaluation makes it) against the
 L-BFGS reference member by member, timed alternately. The load average is printed beside it.
+
+**One penalty** (``--one-penalty``, by hand: what a cheaper estimator would save, not what DEV
+computes): on each warm-start problem, which of :data:`ssot.validators.DEV_L2` DEV chose (the
+penalty whose fit alone, solved to the optimum, gives DEV's weights), then, for the penalty chosen
+most often, each schedule's warm solve of that penalty alone: its gap to that penalty's optimum
+(weights and DEV) and its time per member, beside the time of DEV's own warm solve (three
+penalties, :data:`ssot.validators.DEV_WARM_STEPS`) on the same problems, member by member,
+alternated.
 
 **The warm start** (:data:`ssot.validators.DEV_WARM_STEPS`): from the second epoch on, the
 evaluation solves every member's DEV from its classifiers of the epoch before
@@ -90,6 +100,59 @@ def warm_schedules(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def one_penalty(problems: list[Any], schedules: list[tuple[int, int]], rounds: int) -> None:
+    """``--one-penalty`` (module docstring): the penalties DEV chose on ``problems`` (warm-start
+    problems: features, losses, features, the classifiers of the epoch before), then each schedule
+    of the most chosen penalty alone against its optimum, and its time beside DEV's warm solve."""
+    import statistics
+    import time
+
+    import torch
+
+    from ssot import validators as V
+
+    tight = ((40, 40), (40, 40))
+    order = sorted(V.DEV_L2, reverse=True)  # the classifiers' order (strongest first)
+    chosen_counts = dict.fromkeys(order, 0)
+    for feats_source, _, feats_target, _ in problems:
+        full = V.domain_weights(feats_source, feats_target, steps=tight)
+        for penalty in order:
+            if torch.allclose(V.domain_weights(feats_source, feats_target, l2=(penalty,), steps=tight), full, rtol=1e-9, atol=0.0):
+                chosen_counts[penalty] += 1
+                break
+    penalty = max(order, key=lambda p: (chosen_counts[p], -order.index(p)))
+    stage = order.index(penalty)
+    print(f"one penalty: DEV chose {', '.join(f'{p:g} in {n}' for p, n in chosen_counts.items())} of {len(problems)} warm-start "
+          f"problems; {penalty:g} alone, warm-started from its classifiers of the epoch before (largest gap to its optimum; "
+          f"time per member, median of {rounds} alternated rounds):", flush=True)
+    optimum = [V.domain_weights(fs, ft, l2=(penalty,), steps=tight) for fs, _, ft, _ in problems]
+    rows: dict[Any, list[float]] = {}
+    for _ in range(rounds):
+        for name in ["three penalties", *schedules]:
+            spent = 0.0
+            for fs, _, ft, start in problems:
+                three = name == "three penalties"
+                begin = V.DevStart(start[None] if three else start[None, stage:stage + 1], [True])
+                l2: tuple[float, ...] = V.DEV_L2 if three else (penalty,)
+                warm: tuple[int, int] = V.DEV_WARM_STEPS if three else name  # type: ignore[assignment]
+                started = time.perf_counter()
+                V.domain_fit(fs[None], ft[None], start=begin, l2=l2, warm_steps=warm)
+                spent += time.perf_counter() - started
+            rows.setdefault(name, []).append(spent / len(problems))
+    for name in schedules:
+        weights, risks = [], []
+        for (fs, losses, ft, start), best in zip(problems, optimum):
+            w = V.domain_fit(fs[None], ft[None], start=V.DevStart(start[None, stage:stage + 1], [True]), l2=(penalty,),
+                             warm_steps=name).weights[0]
+            weights.append(float(((w - best).abs() / best).max()))
+            reference = float(V.dev_risk(best, losses))
+            risks.append(abs(float(V.dev_risk(w, losses)) - reference) / abs(reference))
+        print(f"  {penalty:g} alone, warm {name}: weights {max(weights):.1e}, DEV {max(risks):.1e} from its optimum; "
+              f"{1e3 * statistics.median(rows[name]):.1f} ms a member", flush=True)
+    print(f"  DEV's warm solve (three penalties, {V.DEV_WARM_STEPS}): {1e3 * statistics.median(rows['three penalties']):.1f} ms a member; "
+          f"{load()}", flush=True)
+
+
 def skada_dev(feats_source: Any, losses: Any, feats_target: Any) -> float:
     """skada's DEV of one problem through its scorer: an estimator whose predicted probabilities
     give each source sample its loss (two classes, every source label 0, ``p_0 = exp(-loss)``)."""
@@ -133,8 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", default="2/1,3/1,4/1,4/2,6/2",
                         help="warm schedules STEPS/FRESH per penalty to measure, comma-separated (default 2/1,3/1,4/1,4/2,6/2)")
     parser.add_argument("--skip-references", action="store_true", help="skip the cold schedule's L-BFGS and skada comparisons")
+    parser.add_argument("--one-penalty", default="", metavar="SCHEDULES",
+                        help="also measure warm schedules STEPS/FRESH of one penalty alone (the one DEV chose most often), "
+                             "comma-separated: what DEV would cost without its choice of penalty (default: not measured)")
     args = parser.parse_args(argv)
     schedules = warm_schedules(args.warm)
+    alone = warm_schedules(args.one_penalty) if args.one_penalty else []
     import numpy as np
     import torch
     from scipy import stats
@@ -199,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         middle = float(np.median(gaps[schedule])) if gaps[schedule] else float("nan")
         print(f"  {name:32s} weights {max(gaps[schedule], default=float('nan')):.1e} ({middle:.1e}); "
               f"DEV against L-BFGS {max(dev_gaps[schedule], default=float('nan')):.1e}", flush=True)
+    if alone:
+        one_penalty(warm_problems, alone, args.rounds)
     members = args.configs
     last = kept[-members:] if len(kept) >= members else kept
     stack = [torch.stack([k[i] for k in last]) for i in range(3)]
