@@ -226,14 +226,18 @@ def epoch_breakdown(base: Any, task: Any, size: int, device: str) -> dict[str, f
     spent["iters"] = population.host.iterations_per_epoch()
     if device == "cuda":  # one stack on one GPU: no workers, no threads to compare
         return spent
+    start = time.perf_counter()
     workers = Population(random_configs(base, size), task)  # the population's own division: the config's CPUs
-    workers.pretrain()
+    workers.pretrain()  # its workers start meanwhile: ready when the members are handed out
+    spent["start with workers"] = time.perf_counter() - start
     workers.adapt_epoch()
     start = time.perf_counter()
     workers.adapt_epoch()
     spent["epoch with workers"] = time.perf_counter() - start
     spent["workers"] = workers.workers
+    start = time.perf_counter()
     workers.close()
+    spent["close with workers"] = time.perf_counter() - start
     # the alternative: the same CPUs as torch threads of one stack
     threaded = Population(random_configs(base, size), task, workers=1)
     threaded.pretrain()
@@ -369,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{parts['epoch with workers']:.2f} s wall ({total / parts['epoch with workers']:.2f}x); as one stack with "
                       f"{parts['workers']:g} torch threads instead: {parts['epoch with threads']:.2f} s ({total / parts['epoch with threads']:.2f}x); "
                       f"{load()}", flush=True)
+                print(f"   with the worker process(es): the start (construction and pretraining, to the members handed out) "
+                      f"{parts['start with workers']:.2f} s, the close {parts['close with workers']:.2f} s", flush=True)
         if 3 in args.sections:
             n = args.screen_configs
             print(f"3. screen of {n} configs ({args.task}, no early stopping), {args.rounds} round(s), the order alternating:")

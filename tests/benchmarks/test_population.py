@@ -34,6 +34,7 @@ def test_the_throughput_and_epoch_sections_run_at_small_sizes(small_cache, devic
     assert "its second epoch (3 iterations; DEV warm-started" in out
     assert "    their Newton solve" in out and "the table's host read" in out
     assert ("worker process(es)" in out) == (device == "cpu")
+    assert ("with the worker process(es): the start" in out and "the close" in out) == (device == "cpu")
 
 
 @pytest.mark.parametrize("device", DEVICES)
