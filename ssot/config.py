@@ -321,6 +321,9 @@ class SSOTConfig:
     source_holdout: float = param(0.0, Interval(float, 0.0, 0.9), "fraction of the source set held out from training "
                                   "(0 = the paper's protocol: train on all source samples); the held-out samples are the "
                                   "ones source_acc, the DEV validator and the source-only evaluation use", "pretraining")
+    dev_every: int = param(1, _INT1, "adaptation epochs between computations of the DEV validator (its 15 cross-fitted "
+                           "domain classifiers, most of an epoch's evaluation on a CPU): every this many epochs and at "
+                           "the last, the other epochs record none (1: every epoch)")
     num_workers: int = param(0, _INT0, "processes decoding images besides the main one (DataLoader workers of image "
                              "tasks; 0: the main process decodes)", "runtime")
     # --- execution ---

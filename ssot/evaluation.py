@@ -26,6 +26,7 @@ accuracy is then ``None`` and only the validators are reported.
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -192,6 +193,8 @@ class Evaluation:
 
     task: TaskData
     columns: dict[str, Tensor]
+    #: Whether DEV was computed (else its field is ``None`` in every member's record).
+    with_dev: bool = True
     #: Every member's DEV domain classifiers, the warm start of its next evaluation: set by :meth:`read`.
     dev_start: V.DevStart | None = None
 
@@ -220,6 +223,7 @@ class Evaluation:
             labeled = bool(values.pop("labeled"))
             metrics: dict[str, Any] = {name: values.get(name) for name in FIELDS}
             metrics["target_acc"] = values["target_acc"] if labeled else None
+            metrics["dev"] = values["dev"] if self.with_dev else None
             metrics["per_class_acc"] = {names[k]: v for k, v in zip(classes, per_class) if labeled and v == v}  # NaN: no sample
             metrics["n_pred_classes"] = int(values["n_pred_classes"])
             metrics["class_weights"] = weights
@@ -236,29 +240,33 @@ def _split(row: list[float], widths: list[int]) -> list[list[float]]:
     return out
 
 
-def evaluate(model: Model, source: Dataset, dev_start: V.DevStart | None = None) -> Evaluation:
+def evaluate(model: Model, source: Dataset, dev_start: V.DevStart | None = None, *, dev: bool = True) -> Evaluation:
     """Every member's evaluation of an epoch: one pass over the target set (with MixVal's mixed
     pairs) and one over the evaluation source ``source``, each batch through every member at once
     (:func:`collect_stack`), then every member's scores at once (:func:`member_scores`; on a CPU
     member by member, module docstring). ``dev_start``: the members' DEV classifiers of their
-    previous evaluation (:attr:`Evaluation.dev_start`), DEV's warm start. Nothing is read on the
-    host: :meth:`Evaluation.read` reads the table once."""
+    previous evaluation (:attr:`Evaluation.dev_start`), DEV's warm start. ``dev`` false: DEV is not
+    computed this epoch (the config's ``dev_every``); its record field is ``None`` and the members'
+    classifiers carry over to the next evaluation. Nothing is read on the host:
+    :meth:`Evaluation.read` reads the table once."""
     target = collect_stack(model, model.task.target_eval, mix=True)
     sources = collect_stack(model, source)
     if target.probs.device.type != "cpu":
-        return Evaluation(model.task, member_scores(model.task, target, sources, dev_start))
-    parts = [member_scores(model.task, target.rows(p), sources.rows(p), None if dev_start is None else dev_start.rows([p]))
+        return Evaluation(model.task, member_scores(model.task, target, sources, dev_start, dev=dev), with_dev=dev)
+    parts = [member_scores(model.task, target.rows(p), sources.rows(p), None if dev_start is None else dev_start.rows([p]), dev=dev)
              for p in range(target.probs.shape[0])]
-    return Evaluation(model.task, {name: torch.cat([part[name] for part in parts]) for name in parts[0]})
+    return Evaluation(model.task, {name: torch.cat([part[name] for part in parts]) for name in parts[0]}, with_dev=dev)
 
 
-def member_scores(task: TaskData, target: Pass, source: Pass, dev_start: V.DevStart | None = None) -> dict[str, Tensor]:
+def member_scores(task: TaskData, target: Pass, source: Pass, dev_start: V.DevStart | None = None, *,
+                  dev: bool = True) -> dict[str, Tensor]:
     """Every score of every member of a stack, ``[P, ...]`` on its device: the record's fields
     (:data:`FIELDS`; ``per_class_acc`` ``[P, C]`` over the task's target classes, NaN for a class
     without samples), ``p_t`` ``[P, K]``, ``target_pred`` ``[P, N]``, ``labeled`` (whether every
     target label is known) and ``dev_classifiers`` (DEV's domain classifiers, warm-started from
     ``dev_start``: :func:`ssot.validators.domain_fit`). Each member's scores are a function of its
-    own slices (and start) only."""
+    own slices (and start) only. ``dev`` false: no DEV (NaN) and the classifiers of ``dev_start``
+    carried over (NaN, that is unusable, without one)."""
     pt, labels, device = target.probs, target.labels, target.probs.device
     pred = pt.argmax(-1)
     p_t = pt.mean(-2)
@@ -267,14 +275,21 @@ def member_scores(task: TaskData, target: Pass, source: Pass, dev_start: V.DevSt
     of_class = labels[:, None] == classes  # [N, C]
     hits = ((pred[..., None] == classes) & of_class).sum(-2).double()
     outliers = torch.tensor(task.outlier_classes, dtype=torch.long, device=device)
-    fit = V.domain_fit(source.feats, target.feats, start=dev_start)
     src_loss = -torch.log(source.probs.clamp_min(1e-12)).gather(-1, source.labels.expand(members, -1)[..., None])[..., 0]
+    if dev:
+        fit = V.domain_fit(source.feats, target.feats, start=dev_start)
+        dev_value, classifiers = V.dev_risk(fit.weights, src_loss), fit.classifiers
+    else:
+        shape = (members, *V.classifier_shape(source.feats.shape[-2], target.feats.shape[-2], source.feats.shape[-1]))
+        carried = dev_start is not None and tuple(dev_start.classifiers.shape) == shape
+        classifiers = dev_start.classifiers if carried and dev_start is not None else pt.new_full(shape, math.nan, dtype=torch.float64)
+        dev_value = pt.new_full((members,), math.nan, dtype=torch.float64)
     scores = {
         "target_acc": (pred == labels).double().mean(-1),
         "per_class_acc": hits / of_class.sum(0).double(),
         "source_acc": (source.probs.argmax(-1) == source.labels).double().mean(-1),
         "entropy": V.entropy(pt), "snd": V.snd(pt), "im": V.im(pt), "im_pda": V.im_pda(pt),
-        "dev": V.dev_risk(fit.weights, src_loss), "dev_classifiers": fit.classifiers,
+        "dev": dev_value, "dev_classifiers": classifiers,
         **V.mixval(target.mix if target.mix is not None else pt.new_zeros(members, 4)),
         "outlier_mass": p_t[:, outliers].sum(-1).double(),
         "n_pred_classes": pt.new_zeros(pt.shape[0], pt.shape[-1]).scatter_(-1, pred, 1.0).sum(-1),

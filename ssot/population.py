@@ -64,7 +64,7 @@ from ssot.results.metrics import metric as metric_spec
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, RUNNING
 from ssot.solvers import NetSolver
 from ssot.stacked import Head, Potentials, StackedAdam
-from ssot.trainer import Trainer, resolve_device, seed_everything
+from ssot.trainer import Trainer, dev_due, resolve_device, seed_everything
 
 #: The config fields in which the members of one population may differ.
 MEMBER_FIELDS: tuple[str, ...] = ("lambda_ot", "lambda_ent", "eps", "potential_width", "lr", "lr_g")
@@ -235,7 +235,7 @@ class Stack:
         train_s = time.perf_counter() - start
         out: dict[int, dict[str, Any]] = {index: {"diverged": reason} for index, reason in self.ended.items()}
         if self.indices:
-            found = evaluation.evaluate(self, self.host.source_eval_subset, self.dev_start)
+            found = evaluation.evaluate(self, self.host.source_eval_subset, self.dev_start, dev=dev_due(self.config, epoch))
             self._set_class_weights(found.p_t)
             for p, (index, (metrics, pred)) in enumerate(zip(self.indices, found.read(self.m))):  # one host read
                 out[index] = {"epoch": {"epoch": epoch, **losses[p], **metrics}, "target_pred": pred}
@@ -318,6 +318,9 @@ class Population:
         self.configs = list(configs)
         self.rungs, self.reduction_factor = tuple(int(r) for r in rungs), int(reduction_factor)
         self.metric = metric_spec(metric)
+        if self.metric.name == "dev" and self.rungs and self.configs[0].dev_every > 1:
+            raise ConfigError(f"The members are ranked by DEV at their rungs, but dev_every={self.configs[0].dev_every} records it "
+                              "only every few epochs: rank them by another metric, or set dev_every=1.")
         task = task if task is not None else build_task(self.configs[0])
         #: A population of one is its host trainer's run (no stack): any config a Trainer accepts.
         self.single = len(self.configs) == 1

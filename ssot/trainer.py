@@ -51,7 +51,7 @@ from ssot.method import CHECK_EVERY, LOSSES, Batch
 from ssot.models import build_models
 from ssot.solvers import SampleIds, Solver, build_solver
 
-__all__ = ["CHECK_EVERY", "LOSSES", "Trainer", "run", "seed_everything", "resolve_device", "dataset_labels"]
+__all__ = ["CHECK_EVERY", "LOSSES", "Trainer", "run", "seed_everything", "resolve_device", "dataset_labels", "dev_due"]
 
 EpochCallback = Callable[[dict[str, Any]], None]
 
@@ -223,7 +223,7 @@ class Trainer:
         Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate), and
         keeps DEV's domain classifiers as the warm start of the next evaluation (:attr:`dev_start`).
         """
-        found = evaluation.evaluate(self, self.source_eval_subset, self.dev_start)
+        found = evaluation.evaluate(self, self.source_eval_subset, self.dev_start, dev=dev_due(self.config, self.epoch))
         self._set_class_weights(found.p_t[0])
         ((metrics, pred),) = found.read(self.m[None])  # the one host read of the evaluation
         self.record["target_pred"] = pred
@@ -388,6 +388,12 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"])
         self.solver.load_state_dict(state.get("solver", {}))
         self.dev_start = V.DevStart.from_entries(state, self.device)
+
+
+def dev_due(config: SSOTConfig, epoch: int) -> bool:
+    """Whether the evaluation after adaptation epoch ``epoch`` computes DEV (``0``: the source-only
+    evaluation, which does): every ``config.dev_every`` epochs and at the last."""
+    return epoch % config.dev_every == 0 or epoch >= config.epochs
 
 
 def seed_everything(seed: int) -> None:

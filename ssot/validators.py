@@ -339,6 +339,12 @@ class DevStart:
                         [self.usable[i] for i in index])
 
 
+def classifier_shape(ns: int, nt: int, d: int, *, folds: int = DEV_FOLDS, l2: Sequence[float] = DEV_L2) -> tuple[int, int, int]:
+    """The shape of one member's domain classifiers (:attr:`DomainFit.classifiers`) for ``ns``
+    source and ``nt`` target features of ``d`` dims: penalties, folds, coefficients and intercept."""
+    return len(l2), max(1, min(folds, ns, nt)), d + 1
+
+
 def domain_fit(feats_source: Tensor, feats_target: Tensor, *, start: DevStart | None = None, folds: int = DEV_FOLDS,
                l2: Sequence[float] = DEV_L2, seed: int = 0, steps: tuple[tuple[int, int], tuple[int, int]] = DEV_STEPS,
                warm_steps: tuple[int, int] = DEV_WARM_STEPS, at_once: bool | None = None) -> DomainFit:
@@ -359,7 +365,7 @@ def domain_fit(feats_source: Tensor, feats_target: Tensor, *, start: DevStart | 
     if not l2:
         raise ValueError("domain_fit: l2 holds no penalty")
     batch, (ns, d), nt = feats_source.shape[:-2], feats_source.shape[-2:], feats_target.shape[-2]
-    shape = (len(l2), max(1, min(folds, ns, nt)), d + 1)
+    shape = classifier_shape(ns, nt, d, folds=folds, l2=l2)
     warm = start is not None and tuple(start.classifiers.shape) == (math.prod(batch), *shape) and len(start.usable) == math.prod(batch)
 
     def solve(fs: Tensor, ft: Tensor, begin: Tensor | None) -> tuple[Tensor, Tensor]:

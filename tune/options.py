@@ -140,6 +140,9 @@ def base_config(options: SearchOptions, cpus_per_trial: float = 1.0) -> SSOTConf
     config = SSOTConfig.for_task(options.task, **base)
     if config.epochs < 1:
         raise ConfigError(f"--epochs of a search must be an int >= 1 (ASHA's max_t). Got {config.epochs!r} instead.")
+    if options.metric == "dev" and config.dev_every > 1:
+        raise ConfigError(f"--metric dev ranks the trials by DEV at every epoch ASHA stops at, but dev_every={config.dev_every} "
+                          "records it only every few epochs: choose another --metric, or --set dev_every=1.")
     return config
 
 

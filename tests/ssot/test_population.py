@@ -143,6 +143,17 @@ def test_a_population_resumes_exactly_from_its_checkpoint(digits_cache, task):
         assert [e["dev"] for e in mine["epochs"]] == [e["dev"] for e in theirs["epochs"]]  # DEV warm from the checkpoint's classifiers
 
 
+def test_with_dev_every_each_member_is_still_its_run_and_dev_ranks_no_rung(digits_cache, task):
+    cfgs = configs(digits_cache, members=MEMBERS[:2], epochs=3, dev_every=2)
+    records = Population(cfgs, task, workers=1).fit()
+    for cfg, record in zip(cfgs, records):
+        run = independent(cfg, task)
+        assert_same_epochs(record["epochs"], run["epochs"])  # bit for bit, DEV's None included
+        assert [e["dev"] is not None for e in record["epochs"]] == [False, True, True]  # epoch 2 and the last
+    with pytest.raises(ConfigError, match="ranked by DEV at their rungs, but dev_every=2"):
+        Population(cfgs, task, workers=1, rungs=(1,), metric="dev")
+
+
 def test_configs_that_cannot_share_a_stack_are_refused_in_one_line(digits_cache):
     cfgs = configs(digits_cache, members=MEMBERS[:2])
     with pytest.raises(ConfigError, match="may differ only in lambda_ot, .*member 1 also differs in seed"):

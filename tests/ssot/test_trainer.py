@@ -108,6 +108,26 @@ def test_resuming_from_a_checkpoint_repeats_the_uninterrupted_run(digits_task):
         assert a["dev"] == b["dev"]  # epoch 3's DEV warm-started from epoch 2's classifiers, saved in the checkpoint
 
 
+def test_dev_every_records_dev_on_its_epochs_only_and_changes_nothing_else(digits_task):
+    cfg = SSOTConfig.for_task("digits", epochs=5, pretrain_epochs=1, iters_per_epoch=4)
+    every = Trainer(cfg, digits_task).fit()
+    sparse = Trainer(cfg.replace(dev_every=2), digits_task).fit()
+    assert [e["dev"] is not None for e in sparse["epochs"]] == [False, True, False, True, True]  # epochs 2, 4 and the last
+    assert sparse["source_only"]["dev"] == every["source_only"]["dev"]  # the source-only evaluation computes it
+    for a, b in zip(every["epochs"], sparse["epochs"]):
+        assert {k: v for k, v in a.items() if k not in ("dev", "time_s")} == {k: v for k, v in b.items() if k not in ("dev", "time_s")}
+        if b["dev"] is not None:  # from the classifiers of two epochs before, or cold: the same optimum
+            assert b["dev"] == pytest.approx(a["dev"], rel=1e-5)
+    assert sparse["target_pred"] == every["target_pred"]
+    # a resumed run carries the classifiers over the epochs without DEV as an uninterrupted one does
+    first = Trainer(cfg.replace(dev_every=2, epochs=2), digits_task)  # DEV at its last epoch, 2, as in the whole run
+    first.fit()
+    resumed = Trainer(cfg.replace(dev_every=2), digits_task)
+    resumed.load_state_dict(first.state_dict())
+    resumed.record["config"] = cfg.replace(dev_every=2).to_dict()
+    assert [e["dev"] for e in resumed.fit()["epochs"]] == [e["dev"] for e in sparse["epochs"]]
+
+
 def test_the_progress_bar_does_not_change_the_run(quick_config, digits_task):
     cfg = quick_config(iters_per_epoch=5)
     quiet = Trainer(cfg, digits_task, progress=False).fit()

@@ -154,6 +154,12 @@ def test_zero_epochs_are_refused_before_anything_starts(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_dev_as_the_metric_with_dev_every_is_refused_before_anything_starts(tmp_path):
+    with pytest.raises(ConfigError, match=r"--metric dev ranks the trials by DEV .* dev_every=3 .* --set dev_every=1"):
+        run_search(SearchOptions(task="digits", metric="dev", base={"dev_every": 3}, storage_path=str(tmp_path)))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_errored_trials_are_recorded_in_one_line_and_rerun_by_resume(ray_local, tmp_path, capsys):
     """Every trial errors (the shared pretrained-model folder is a file); the experiment says so,
     each error is one printed line with its traceback's path, and --resume re-runs the trials."""
