@@ -15,7 +15,7 @@ from typing import Any
 
 from ray import tune as ray_tune
 
-from ssot.results import storage
+from ssot.results import numbers, storage
 from ssot.results.experiment import EXPERIMENT_FILE
 from ssot.results.metrics import DEFAULT_METRIC
 from ssot.results.metrics import metric as metric_spec
@@ -87,7 +87,7 @@ class TrialLines(ray_tune.Callback):
         lead = found if found is not None else next(iter(listed))
         entry, config = entries.get(lead, {}), listed.get(lead, {})
         shown = dict.fromkeys((self.metric, "target_acc"))
-        values = ", ".join(f"{m} {entry[m]:.4f}" for m in shown if members.finite(entry.get(m)) is not None) or "no result"
+        values = ", ".join(f"{m} {entry[m]:.4f}" for m in shown if numbers.finite(entry.get(m)) is not None) or "no result"
         who = f"trial {trial.config.get('_unit', trial.trial_id)}" + (f" ({len(listed)} configs, best {lead})" if len(listed) > 1 else "")
         flag = " DIVERGED" if entry.get("diverged") else suffix
         print(f"{self.progress()} {who}: epoch {entry.get('epoch', 0)}, {values}  "

@@ -37,11 +37,11 @@ trial's state) is :func:`member_status`.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ssot.results.metrics import EPOCH_VALIDATORS, REPORTED_METRICS, worst_value
+from ssot.results.numbers import finite
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, PREDICTIONS_COLUMN, RUNNING
 
 #: ``experiment.json``'s ``trial_format`` of a search whose trials have this module's shape and whose
@@ -181,15 +181,6 @@ def history(results: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, An
                 mine.pop()
             mine.append(entry)
     return by_member
-
-
-def finite(value: Any) -> float | None:
-    """``value`` as a finite float, or None (missing, NaN, infinite or not a number)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 # ---------------------------------------------------------------------------- how a member ended

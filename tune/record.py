@@ -60,10 +60,10 @@ from ssot.errors import ConfigError, SSOTError
 from ssot.results import storage
 from ssot.results.experiment import BEST_CONFIG_FILE, TRIALS_FILE, experiment_texts
 from ssot.results.metrics import EPOCH_VALIDATORS, worst_value
+from ssot.results.numbers import finite
 from ssot.results.outputs import check_output
 from ssot.results.trials import COMPLETED, DIVERGED, EARLY_STOPPED, ERRORED, RUNNING, asha_continues
 from tune import members as member_results
-from tune.members import finite
 from tune.outputs import TrialHistory, best_config, trial_frame
 
 #: The study's file in an experiment folder, the folder of the units' files, Ray's own folder.

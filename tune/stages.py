@@ -47,6 +47,7 @@ from ssot import cli
 from ssot.config import SSOTConfig
 from ssot.data.registry import dataset_of
 from ssot.errors import ConfigError, ResultsError, SSOTError, one_line
+from ssot.results import numbers
 from ssot.results import study as records
 from ssot.results.final_table import result_paths, results_table, write_results
 from ssot.results.lock import LOCK_FILE, ExperimentLock, LockedError
@@ -433,8 +434,8 @@ def confirm_stage(options: StudyOptions, paths: StudyPaths, record: StudyRecord,
     confirmation.write_confirmation(table, candidates, out)
     record.confirmations[task] = [
         {"trial_id": str(r["trial_id"]), "search_rank": int(r["search_rank"]),
-         "search_value": records.finite_or_none(r["search_value"]), "mean": records.finite_or_none(r["mean"]),
-         "std": records.finite_or_none(r["std"]), "seeds": str(r["seeds"]), "confirmed": bool(r["confirmed"])}
+         "search_value": numbers.finite(r["search_value"]), "mean": numbers.finite(r["mean"]),
+         "std": numbers.finite(r["std"]), "seeds": str(r["seeds"]), "confirmed": bool(r["confirmed"])}
         for r in table.to_dict("records")]
     pick = table[table["confirmed"]].iloc[0]
     log(f"{task}: confirmed trial {pick['trial_id']} (screen's #{pick['search_rank']}), mean {pick['mean']:.4f} over seeds {pick['seeds']}")

@@ -26,7 +26,6 @@ Nothing here trains or draws: ``tune`` writes the record through this module, ``
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from ssot.results import storage
 from ssot.results.experiment import now
 
 __all__ = ["STUDY_FILE", "FORMAT", "STAGES", "TASK_STAGES", "REPORT_STEPS", "RUNNING", "FINISHED", "ALL_TASKS", "StudyPaths",
-           "StudyRecord", "step_key", "stage_of", "read_study", "write_study", "is_study", "finite_or_none"]
+           "StudyRecord", "step_key", "stage_of", "read_study", "write_study", "is_study"]
 
 STUDY_FILE = "study.json"
 #: The record's format version (a record of another version is refused in one line).
@@ -260,13 +259,3 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def finite_or_none(value: Any) -> float | None:
-    """A float for the record (JSON has no NaN): ``None`` for a missing or non-finite value."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
