@@ -28,26 +28,27 @@ if __package__ in (None, ""):  # run as a script: import the project
 EPOCH_SELECTORS = ("dev", "dev_guarded", "rank_mean", "last_epoch")
 
 
-def thinned(frame: Any, every: int) -> Any:
-    """``frame`` (a search's ``trials.csv`` rows) with DEV kept only at every ``every``-th epoch and
-    at each trial's last recorded epoch."""
+def thinned(frame: Any, every: int, epochs: int) -> Any:
+    """``frame`` (a search's ``trials.csv`` rows, runs of ``epochs`` epochs) with DEV kept only at the
+    epochs a run with ``dev_every = every`` computes it (:func:`ssot.trainer.dev_due`)."""
     import numpy as np
     import pandas as pd
 
+    from ssot.trainer import dev_due
+
     out = frame.copy()
-    epoch = pd.to_numeric(out["epoch"], errors="coerce")
-    last = epoch.groupby(out["trial_id"]).transform("max")
-    out.loc[~((epoch % every == 0) | (epoch == last)), "dev"] = np.nan
+    due = [e == e and dev_due(int(e), every, epochs) for e in pd.to_numeric(out["epoch"], errors="coerce")]  # NaN: not due
+    out.loc[~np.array(due, dtype=bool), "dev"] = np.nan
     return out
 
 
-def cadence_rows(frame: Any, directions: dict[str, str], every: list[int]) -> list[dict[str, Any]]:
+def cadence_rows(frame: Any, directions: dict[str, str], every: list[int], max_epochs: int) -> list[dict[str, Any]]:
     """One row per cadence: the regrets (points) of the epoch selectors and of DEV's hyperparameter selection."""
     from analysis.data.selection import epoch_selection, hyperparameter_selection
 
     rows = []
     for k in every:
-        data = thinned(frame, k)
+        data = thinned(frame, k, max_epochs)
         table = epoch_selection(data, directions).set_index("validator")
         epochs = table["regret"]
         configs = hyperparameter_selection(data, directions).set_index("validator")["regret"]
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         trials = frame["trial_id"].nunique()
         print(f"{meta.get('name')}/{meta.get('task')}: {trials} trials; regret in points of target accuracy "
               f"(epoch selection, mean over trials | hyperparameter selection), DEV kept every k-th epoch and at the last:")
-        for row in cadence_rows(frame, directions, args.every):
+        for row in cadence_rows(frame, directions, args.every, int(meta["max_epochs"])):
             epochs = ", ".join(f"{name} {row[name]:.2f}" for name in EPOCH_SELECTORS)
             print(f"  every {row['every']:3d}: epochs: {epochs} (DEV's rank correlation with accuracy within a trial "
                   f"{row['spearman']:.3f}) | configs: dev {row['configs_dev']:.2f}")

@@ -281,8 +281,8 @@ def member_scores(task: TaskData, target: Pass, source: Pass, dev_start: V.DevSt
         dev_value, classifiers = V.dev_risk(fit.weights, src_loss), fit.classifiers
     else:
         shape = (members, *V.classifier_shape(source.feats.shape[-2], target.feats.shape[-2], source.feats.shape[-1]))
-        carried = dev_start is not None and tuple(dev_start.classifiers.shape) == shape
-        classifiers = dev_start.classifiers if carried and dev_start is not None else pt.new_full(shape, math.nan, dtype=torch.float64)
+        kept = dev_start.classifiers if dev_start is not None else None
+        classifiers = kept if kept is not None and tuple(kept.shape) == shape else pt.new_full(shape, math.nan, dtype=torch.float64)
         dev_value = pt.new_full((members,), math.nan, dtype=torch.float64)
     scores = {
         "target_acc": (pred == labels).double().mean(-1),

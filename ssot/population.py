@@ -235,7 +235,7 @@ class Stack:
         train_s = time.perf_counter() - start
         out: dict[int, dict[str, Any]] = {index: {"diverged": reason} for index, reason in self.ended.items()}
         if self.indices:
-            found = evaluation.evaluate(self, self.host.source_eval_subset, self.dev_start, dev=dev_due(self.config, epoch))
+            found = evaluation.evaluate(self, self.host.source_eval_subset, self.dev_start, dev=dev_due(epoch, self.config.dev_every, self.config.epochs))
             self._set_class_weights(found.p_t)
             for p, (index, (metrics, pred)) in enumerate(zip(self.indices, found.read(self.m))):  # one host read
                 out[index] = {"epoch": {"epoch": epoch, **losses[p], **metrics}, "target_pred": pred}

@@ -223,7 +223,7 @@ class Trainer:
         Also refreshes ``p_t`` and ``m`` from this target pass (the once-per-epoch estimate), and
         keeps DEV's domain classifiers as the warm start of the next evaluation (:attr:`dev_start`).
         """
-        found = evaluation.evaluate(self, self.source_eval_subset, self.dev_start, dev=dev_due(self.config, self.epoch))
+        found = evaluation.evaluate(self, self.source_eval_subset, self.dev_start, dev=dev_due(self.epoch, self.config.dev_every, self.config.epochs))
         self._set_class_weights(found.p_t[0])
         ((metrics, pred),) = found.read(self.m[None])  # the one host read of the evaluation
         self.record["target_pred"] = pred
@@ -390,10 +390,10 @@ class Trainer:
         self.dev_start = V.DevStart.from_entries(state, self.device)
 
 
-def dev_due(config: SSOTConfig, epoch: int) -> bool:
-    """Whether the evaluation after adaptation epoch ``epoch`` computes DEV (``0``: the source-only
-    evaluation, which does): every ``config.dev_every`` epochs and at the last."""
-    return epoch % config.dev_every == 0 or epoch >= config.epochs
+def dev_due(epoch: int, every: int, epochs: int) -> bool:
+    """Whether the evaluation after adaptation epoch ``epoch`` of ``epochs`` computes DEV (``0``: the
+    source-only evaluation, which does): every ``every`` epochs (the config's ``dev_every``) and at the last."""
+    return epoch % every == 0 or epoch >= epochs
 
 
 def seed_everything(seed: int) -> None:
